@@ -7,6 +7,9 @@ agent-eval collect's tests. Standard library only.
     otlp_post.py URL --body-file F [--content-type T] [--method M]
     otlp_post.py URL --flood N                       N small OTLP/JSON requests, one span of a new trace each,
                                                      over one keep-alive connection
+    otlp_post.py URL --together N --size S           N OTLP/JSON requests of about S bytes each, held open at
+                                                     once: the first half of every body is sent before any
+                                                     second half
 
 Prints one JSON line per answer: {"status": N, "content_type": "...", "body": "..."} (the body
 as text, protobuf bodies as hex); with --flood, one line {"statuses": {"200": N, ...}}.
@@ -33,6 +36,8 @@ def main():
     parser.add_argument("--gzip-bomb", type=int)
     parser.add_argument("--body-file")
     parser.add_argument("--flood", type=int)
+    parser.add_argument("--together", type=int)
+    parser.add_argument("--size", type=int, default=1 << 20)
     parser.add_argument("--content-type", default="application/x-protobuf")
     parser.add_argument("--method", default="POST")
     options = parser.parse_args()
@@ -77,8 +82,34 @@ def main():
             status = answer(connection.getresponse())["status"]
             statuses[str(status)] = statuses.get(str(status), 0) + 1
         print(json.dumps({"statuses": statuses}))
+    elif options.together is not None:
+        connections, bodies = [], []
+        for number in range(options.together):
+            trace = "%032x" % (0xA000 + number)
+            padding = "x" * max(0, options.size - 400)
+            request = {"resourceSpans": [{"scopeSpans": [{"spans": [{
+                "traceId": trace, "spanId": "%016x" % (number + 1), "name": "execute_tool pad",
+                "startTimeUnixNano": "1790000000000000000", "endTimeUnixNano": "1790000000001000000",
+                "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                               {"key": "pad", "value": {"stringValue": padding}}]}]}]}]}
+            body = json.dumps(request).encode()
+            held = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+            held.putrequest("POST", url.path)
+            held.putheader("content-type", "application/json")
+            held.putheader("content-length", str(len(body)))
+            held.endheaders()
+            held.send(body[:len(body) // 2])
+            connections.append(held)
+            bodies.append(body)
+        statuses = {}
+        for held, body in zip(connections, bodies):
+            held.send(body[len(body) // 2:])
+        for held in connections:
+            status = answer(held.getresponse())["status"]
+            statuses[str(status)] = statuses.get(str(status), 0) + 1
+        print(json.dumps({"statuses": statuses}))
     else:
-        parser.error("give --zeros, --gzip-bomb, --body-file or --flood")
+        parser.error("give --zeros, --gzip-bomb, --body-file, --flood or --together")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@ import AgentRuntime
 public import NIOCore
 public import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// What answers the requests of a `LocalHTTPServer`: the recording gateway, the OTLP receiver.
 public protocol HTTPRequestHandling: Sendable {
@@ -14,6 +15,26 @@ public protocol HTTPRequestHandling: Sendable {
     /// Answers a request whose body was larger than `maxRequestBytes` (413).
     func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
         -> Bool
+    /// The most bytes of bodies the server holds at once over all its connections, gathered or
+    /// being answered: a request whose body would take it past is read to its end, kept nowhere,
+    /// and answered by `answerBusy`. Each body is within `maxRequestBytes`; this bounds how many
+    /// of them are in memory together.
+    var maxHeldBytes: Int { get }
+    /// Answers a request whose body came while the server held `maxHeldBytes` (503: ask again).
+    func answerBusy(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws -> Bool
+}
+
+extension HTTPRequestHandling {
+    /// No bound but each body's own.
+    public var maxHeldBytes: Int { .max }
+
+    public func answerBusy(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
+        -> Bool
+    {
+        try await LocalHTTPServer.answer(
+            status: 503, contentType: "text/plain; charset=utf-8", body: Array("busy: ask again in a moment\n".utf8), to: head, outbound,
+            headers: [("retry-after", "1")])
+    }
 }
 
 /// An HTTP/1.1 server (swift-nio) on a local address: each connection's requests answered in
@@ -23,6 +44,23 @@ public final class LocalHTTPServer: Sendable {
     public let port: Int
     private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
     private let serving: Task<Void, Never>
+    /// The bytes of bodies held now, over every connection (`HTTPRequestHandling.maxHeldBytes`).
+    private let held = HeldBytes()
+
+    final class HeldBytes: Sendable {
+        private let count = Mutex(0)
+
+        /// Takes `bytes` more when that stays within `limit`; false (nothing taken) when not.
+        func take(_ bytes: Int, within limit: Int) -> Bool {
+            count.withLock { count in
+                guard count <= limit - bytes else { return false }
+                count += bytes
+                return true
+            }
+        }
+
+        func give(_ bytes: Int) { count.withLock { $0 -= bytes } }
+    }
 
     /// Starts listening on `host:port` (port 0: a free one); a client that holds a connection
     /// without a request under way is cut off after `deadlines`.
@@ -42,6 +80,7 @@ public final class LocalHTTPServer: Sendable {
             }
         self.port = server.channel.localAddress?.port ?? 0
         let server = self.server
+        let held = self.held
         // On the thread the caller runs on, if it has one of its own: a test's server must not
         // wait behind other tests' work on the shared pool (OwnThreadTrait).
         serving = Task(executorPreference: ExecutorThread.current) {
@@ -49,7 +88,7 @@ public final class LocalHTTPServer: Sendable {
                 await withDiscardingTaskGroup { group in
                     do {
                         for try await connection in inbound {
-                            group.addTask { await Self.serve(connection, handler: handler) }
+                            group.addTask { await Self.serve(connection, handler: handler, held: held) }
                         }
                     } catch {
                         return
@@ -67,36 +106,61 @@ public final class LocalHTTPServer: Sendable {
     }
 
     private static func serve(
-        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, handler: any HTTPRequestHandling
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, handler: any HTTPRequestHandling,
+        held: HeldBytes
     )
         async
     {
+        // The bytes this connection's body holds of the server's budget, given back however it ends.
+        var taken = 0
+        defer { held.give(taken) }
         try? await connection.executeThenClose { inbound, outbound in
             var head: HTTPRequestHead?
             var body: [UInt8] = []
             var tooLarge = false
+            var isBusy = false
             var limit = 0
+            let maxHeld = handler.maxHeldBytes
             for try await part in inbound {
                 switch part {
                 case .head(let received):
                     head = received
                     body = []
                     tooLarge = false
+                    isBusy = false
                     limit = handler.maxRequestBytes(for: received)
                 case .body(let buffer):
                     if body.count + buffer.readableBytes > limit {
                         tooLarge = true
                         body = []
-                    } else if !tooLarge {
+                        held.give(taken)
+                        taken = 0
+                    } else if !tooLarge && !isBusy {
+                        guard maxHeld == .max || held.take(buffer.readableBytes, within: maxHeld) else {
+                            // The server holds all it may of other requests' bodies: this one is dropped.
+                            isBusy = true
+                            body = []
+                            held.give(taken)
+                            taken = 0
+                            continue
+                        }
+                        if maxHeld != .max { taken += buffer.readableBytes }
                         body += buffer.readableBytesView
                     }
                 case .end:
                     guard let request = head else { continue }
                     head = nil
-                    let keepOpen =
-                        tooLarge
-                        ? try await handler.answerTooLarge(request, outbound) : try await handler.handle(request, body: body, outbound)
+                    let keepOpen: Bool
+                    if tooLarge {
+                        keepOpen = try await handler.answerTooLarge(request, outbound)
+                    } else if isBusy {
+                        keepOpen = try await handler.answerBusy(request, outbound)
+                    } else {
+                        keepOpen = try await handler.handle(request, body: body, outbound)
+                    }
                     body = []
+                    held.give(taken)
+                    taken = 0
                     // A client that asked to close (`Connection: close`) closes once it has the
                     // answer, whose length it knows: closing here would drop what the socket has
                     // not taken yet (NIOAsyncChannel closes without waiting for pending writes).

@@ -217,6 +217,23 @@ public final class TraceReceiver: HTTPRequestHandling {
         }
     }
 
+    /// Two of the largest bodies at once: a body is inflated and parsed in memory (a few times
+    /// its size), so requests that come together are bounded together, not each alone.
+    public var maxHeldBytes: Int { maxRequestBytes > Int.max / 2 ? Int.max - 1 : maxRequestBytes * 2 }
+
+    /// 503 with `Retry-After`: the OTLP exporters send the request again after it.
+    public func answerBusy(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
+        -> Bool
+    {
+        counts.withLock { $0.refused += 1 }
+        let type = head.headers.first(name: "content-type")?.lowercased() ?? ""
+        return try await Self.answer(
+            status: 503,
+            message: "the receiver holds \(maxHeldBytes) bytes of other requests' bodies, all it takes at once: send this again "
+                + "in a moment",
+            encoding: type.hasPrefix("application/json") ? .json : .protobuf, to: head, outbound, headers: [("retry-after", "1")])
+    }
+
     public func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
         -> Bool
     {
@@ -232,7 +249,7 @@ public final class TraceReceiver: HTTPRequestHandling {
     /// A `google.rpc.Status` (code, message) in the request's encoding, as OTLP/HTTP answers a failure.
     private static func answer(
         status: Int, message: String, encoding: Encoding, to head: HTTPRequestHead,
-        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, headers: [(String, String)] = []
     ) async throws -> Bool {
         // gRPC's codes: INVALID_ARGUMENT, NOT_FOUND, UNIMPLEMENTED, RESOURCE_EXHAUSTED, UNAVAILABLE.
         let code: UInt64 =
@@ -249,11 +266,11 @@ public final class TraceReceiver: HTTPRequestHandling {
             writer.varint(field: 1, code)
             writer.string(field: 2, message)
             return try await LocalHTTPServer.answer(
-                status: status, contentType: "application/x-protobuf", body: writer.bytes, to: head, outbound)
+                status: status, contentType: "application/x-protobuf", body: writer.bytes, to: head, outbound, headers: headers)
         case .json:
             return try await LocalHTTPServer.answer(
                 status: status, contentType: "application/json",
-                body: JSONWriter.encode(["code": .int(Int(code)), "message": .string(message)]), to: head, outbound)
+                body: JSONWriter.encode(["code": .int(Int(code)), "message": .string(message)]), to: head, outbound, headers: headers)
         }
     }
 }
