@@ -72,6 +72,36 @@ struct OTLPProtobufTests {
         }
     }
 
+    @Test("a double attribute that is NaN or infinite reads as protobuf's JSON mapping writes it, a string, not null")
+    func nonFiniteDoubles() throws {
+        /// A length-delimited field.
+        func field(_ number: UInt8, _ bytes: [UInt8]) -> [UInt8] {
+            var length: [UInt8] = []
+            var left = bytes.count
+            repeat {
+                length.append(UInt8(left & 0x7F) | (left >= 0x80 ? 0x80 : 0))
+                left >>= 7
+            } while left > 0
+            return [number << 3 | 2] + length + bytes
+        }
+        func fixed64(_ number: UInt8, _ bits: UInt64) -> [UInt8] {
+            [number << 3 | 1] + (0..<8).map { UInt8(truncatingIfNeeded: bits >> (8 * $0)) }
+        }
+        func attribute(_ key: String, _ value: Double) -> [UInt8] {
+            field(9, field(1, Array(key.utf8)) + field(2, fixed64(4, value.bitPattern)))
+        }
+        let span =
+            field(1, [UInt8](repeating: 0xAB, count: 16)) + field(2, [UInt8](repeating: 0x01, count: 8)) + field(5, Array("chat m".utf8))
+            + fixed64(7, 1_790_000_000_000_000_000) + fixed64(8, 1_790_000_000_500_000_000) + attribute("nan", .nan)
+            + attribute("up", .infinity) + attribute("down", -.infinity) + attribute("plain", 0.5)
+        let body = field(1, field(2, field(2, span)))
+        let request = try OTLPProtobuf.traceRequest(body)
+        let decoded = request["resourceSpans"]?.arrayValue?.first?["scopeSpans"]?.arrayValue?.first?["spans"]?.arrayValue?.first
+        let values = (decoded?["attributes"]?.arrayValue ?? []).map { ($0["key"]?.stringValue ?? "", $0["value"]?["doubleValue"]) }
+        #expect(values.map(\.0) == ["nan", "up", "down", "plain"])
+        #expect(values.map(\.1) == ["NaN", "Infinity", "-Infinity", 0.5])
+    }
+
     @Test("a body cut short, one with a wire type no trace message has, and values nested past the limit are errors naming the byte")
     func hostileBodies() throws {
         // A request holding one tool span with two string attributes, encoded by hand.

@@ -12,6 +12,15 @@ public import TraceCore
 /// readers do; a request that is cut short, holds a wire type the schema cannot have, or nests
 /// values deeper than `maxDepth`, is an error naming the byte where it goes wrong.
 public enum OTLPProtobuf {
+    /// A double as protobuf's JSON mapping writes it: a number, or for NaN and the infinities
+    /// (which JSON has no number for) the strings "NaN", "Infinity" and "-Infinity", so that no
+    /// value turns into null unsaid.
+    static func jsonDouble(_ value: Double) -> JSONValue {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value > 0 ? "Infinity" : "-Infinity" }
+        return .double(value)
+    }
+
     /// How deep attribute values (lists and maps of values) may nest.
     public static let maxDepth = 64
 
@@ -198,7 +207,7 @@ public enum OTLPProtobuf {
             case (1, .bytes(let inner)): value = ["stringValue": .string(inner.string)]
             case (2, .varint(let flag)): value = ["boolValue": .bool(flag != 0)]
             case (3, .varint(let number)): value = ["intValue": .string(String(Int64(bitPattern: number)))]
-            case (4, .fixed64(let bits)): value = ["doubleValue": .double(Double(bitPattern: bits))]
+            case (4, .fixed64(let bits)): value = ["doubleValue": Self.jsonDouble(Double(bitPattern: bits))]
             case (5, .bytes(var inner)):
                 var values: [JSONValue] = []
                 while let item = try inner.nextField() {
