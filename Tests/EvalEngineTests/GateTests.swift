@@ -293,7 +293,9 @@ struct GateTests {
             #expect(json["verdict"]?["exit_status"]?.intValue == Int(status), "\(name)")
             #expect(json["verdict"]?["line"]?.stringValue?.hasPrefix(word + ": ") == true, "\(name)")
             // A merged report of the one shard decides the same.
-            let merged = try ResultsMerge([("r.json", json)], allowsPartial: true, failOn: report.failOn)
+            // (A merge under --fail-on regression of reports compared with no baseline is an error
+            // unless told to count every case as new, as the run is: `mergeNeedsABaseline`.)
+            let merged = try ResultsMerge([("r.json", json)], allowsPartial: true, failOn: report.failOn, allowsNoBaseline: true)
             #expect(merged.exitStatus == status, "\(name): merged")
             // JUnit: an <error> exactly when the status is 2, a <failure> exactly when it is 1.
             let counter = XMLCounter()
@@ -356,12 +358,60 @@ struct GateTests {
     @Test("a merge is gated as its shards were, unless told otherwise; shards gated differently need --fail-on")
     func mergeKeepsFailOn() throws {
         var report = EvalReport(results: [Self.live("k", [.fail])], failOn: .regression)
-        #expect(try ResultsMerge([("a.json", report.json)], allowsPartial: true).exitStatus == 0)
+        #expect(try ResultsMerge([("a.json", report.json)], allowsPartial: true, allowsNoBaseline: true).exitStatus == 0)
         #expect(try ResultsMerge([("a.json", report.json)], allowsPartial: true, failOn: .any).exitStatus == 1)
         let regression = report.json
         report.results = [Self.live("j", [.pass])]
         report.failOn = .any
         #expect(throws: EvalError.self) { try ResultsMerge([("a.json", regression), ("b.json", report.json)], allowsPartial: true) }
+    }
+
+    @Test(
+        "a merge under --fail-on regression of shards compared with no baseline, or with one that holds none of their cases, is an error, not a pass of a failing case"
+    )
+    func mergeNeedsABaseline() throws {
+        let failing = EvalReport(results: [Self.live("a-fails", [.fail]), Self.live("b-passes", [.pass])])
+        for failOn: FailOn? in [.regression, nil] {
+            let report = EvalReport(results: failing.results, failOn: failOn ?? .regression)
+            #expect {
+                _ = try ResultsMerge([("shard.json", report.json)], allowsPartial: true, failOn: .regression)
+            } throws: { error in
+                (error as? EvalError)?.code == .missingBaseline && (error as? EvalError)?.message.contains("run without one") == true
+            }
+        }
+        // Compared, but every case new: the baseline held none of them.
+        let newOnly = EvalReport(
+            results: failing.results,
+            comparisons: Dictionary(uniqueKeysWithValues: failing.results.map { ($0.id, BaselineComparison.compare($0, with: nil)) }),
+            hasBaseline: true, failOn: .regression)
+        #expect {
+            _ = try ResultsMerge([("shard.json", newOnly.json)], allowsPartial: true, failOn: .regression)
+        } throws: { error in
+            (error as? EvalError)?.message.contains("held none of the 2 cases") == true
+        }
+        // Told to count every case as new, the merge is decided as the run with --allow-no-baseline is.
+        #expect(
+            try ResultsMerge([("shard.json", failing.json)], allowsPartial: true, failOn: .regression, allowsNoBaseline: true).exitStatus
+                == 0)
+        // Under another --fail-on no baseline is needed: the failing case fails the merge.
+        #expect(try ResultsMerge([("shard.json", failing.json)], allowsPartial: true, failOn: .any).exitStatus == 1)
+    }
+
+    @Test(
+        "one failing attempt in a live case's baseline does not make it a known failure: a case that mostly passed regresses when one attempt fails now"
+    )
+    func flakyBaselineStillPasses() throws {
+        // Eight updates of one attempt each, one of them failing: 7 of 8 passes, flaky_fail by the default minPassRate.
+        var baseline = Baseline(Self.live("c", [.pass]))
+        for attempt: Attempt in [.pass, .pass, .fail, .pass, .pass, .pass, .pass] { baseline = baseline.adding(Self.live("c", [attempt])) }
+        #expect(baseline.outcome == "flaky_fail" && baseline.counts.passes == 7 && baseline.counts.attempts == 8)
+        let broken = BaselineComparison.compare(Self.live("c", [.fail]), with: baseline)
+        #expect(broken.status == .regressed, "\(broken.status)")
+        #expect(broken.regressions.first?.message == "passed in 7 of 8 baseline attempts, fails now")
+        // A case that mostly failed before stays a known failure.
+        var failing = Baseline(Self.live("d", [.fail]))
+        for attempt: Attempt in [.fail, .pass, .fail] { failing = failing.adding(Self.live("d", [attempt])) }
+        #expect(BaselineComparison.compare(Self.live("d", [.fail]), with: failing).status == .knownFailure)
     }
 
     @Test("GitHub annotations point at the case file's line and escape what workflow commands would misread")

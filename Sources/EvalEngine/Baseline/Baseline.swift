@@ -19,6 +19,10 @@ public struct Baseline: Sendable, Hashable {
     public var counts: PassCounts
     public var passRate: Double { counts.rate }
     public var runCount: Int { counts.attempts }
+    /// More than half of the baseline's attempts passed, over more than one: a case that passes,
+    /// flaky or not, whatever the outcome word its summed attempts made under the case's
+    /// `minPassRate` (`BaselineComparison`: one failing attempt of it now is a regression).
+    public var mostlyPassed: Bool { counts.attempts > 1 && counts.passes * 2 > counts.attempts }
     /// Every stop reason (or pipeline status) any attempt ended with, sorted.
     public var stopReasonsSeen: [String]
     /// Whether the baseline knows the tools, attempts and tasks its runs had (a baseline file

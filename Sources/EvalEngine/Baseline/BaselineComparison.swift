@@ -133,8 +133,15 @@ public struct BaselineComparison: Sendable {
             if comparison.isRegression {
                 regressions.append(Regression(kind: .passRateDropped, message: comparison.sentence))
             }
-        } else if baseline.passed && !result.passed {
-            regressions.append(Regression(kind: .nowFails, message: "passed in the baseline, fails now"))
+        } else if !result.passed, baseline.passed || baseline.mostlyPassed {
+            // A repeated baseline whose attempts mostly passed (7 of 8: a flaky pass or a
+            // flaky fail by its minPassRate) is a passing case: one attempt that fails now is a
+            // regression, never a known failure — else one flaky failure in the baseline waves
+            // every later failure through.
+            let before =
+                baseline.passed
+                ? "passed in the baseline" : "passed in \(baseline.counts.passes) of \(baseline.counts.attempts) baseline attempts"
+            regressions.append(Regression(kind: .nowFails, message: "\(before), fails now"))
         }
         if result.attemptsAreRepeats {
             // A live case's attempts differ: a stop reason no baseline attempt ended with.

@@ -70,7 +70,9 @@ public struct ResultsMerge: Sendable {
     /// `allowsPartial`, documents that do not hold their whole suite are an error.
     /// `failOn` nil: what the reports' verdicts were decided under, when they agree (`any`
     /// for reports without a verdict).
-    public init(_ documents: [(path: String, report: JSONValue)], allowsPartial: Bool = false, failOn: FailOn? = nil) throws(EvalError) {
+    public init(
+        _ documents: [(path: String, report: JSONValue)], allowsPartial: Bool = false, failOn: FailOn? = nil, allowsNoBaseline: Bool = false
+    ) throws(EvalError) {
         let decided = Set(documents.compactMap { $0.report["verdict"]?["fail_on"]?.stringValue.flatMap(FailOn.init(rawValue:)) })
         if failOn == nil && decided.count > 1 {
             throw EvalError(
@@ -141,6 +143,25 @@ public struct ResultsMerge: Sendable {
         partial = gap?.reason
         cases.sort { ($0.file, $0.line, $0.id) < ($1.file, $1.line, $1.id) }
         counts = ReportCounts(entries: cases.map(\.entry), compared: baseline?.present == true)
+        if failOn == .regression, !allowsNoBaseline, !cases.isEmpty {
+            // The run's own rule: a regression gate with nothing to compare against would pass
+            // every case as new, failing ones too.
+            let compared = cases.contains {
+                let status = $0.entry["baseline"]?["status"]?.stringValue
+                return status != nil && status != BaselineComparison.Status.new.rawValue
+            }
+            if !compared {
+                throw EvalError(
+                    .missingBaseline,
+                    baseline?.present == true
+                        ? "--fail-on regression needs a baseline to compare with, and the shards' baseline held none of the "
+                            + "\(cases.count == 1 ? "case" : "\(cases.count) cases")"
+                        : "--fail-on regression needs a baseline to compare with, and the shards were run without one",
+                    hint:
+                        "run every shard with --baseline DIR (or --baseline-branch), or pass --allow-no-baseline to count every case as new"
+                )
+            }
+        }
         // A whole merge stands for one unsharded run (shard 1/1), so it can be merged again.
         var root = EvalReport.document(
             k: k?.value ?? 1, counts: counts, failOn: failOn, durationMs: durationMs, cases: cases.map(\.entry), suite: shards.suite,
@@ -152,10 +173,10 @@ public struct ResultsMerge: Sendable {
     }
 
     /// Reads and merges the files at `paths`.
-    public init(paths: [String], allowsPartial: Bool = false, failOn: FailOn? = nil) throws(EvalError) {
+    public init(paths: [String], allowsPartial: Bool = false, failOn: FailOn? = nil, allowsNoBaseline: Bool = false) throws(EvalError) {
         var documents: [(path: String, report: JSONValue)] = []
         for path in paths { documents.append((path, try Self.read(path))) }
-        try self.init(documents, allowsPartial: allowsPartial, failOn: failOn)
+        try self.init(documents, allowsPartial: allowsPartial, failOn: failOn, allowsNoBaseline: allowsNoBaseline)
     }
 
     /// Whether the merged report lacks part of its suite (`partial` says what).

@@ -81,6 +81,12 @@ struct ResultsMergeCommand: AsyncParsableCommand, ReadsLogs {
             """)
     var allowPartial = false
 
+    @Flag(
+        help:
+            "With --fail-on regression, count every case as new when the shards were compared with no baseline (as run's --allow-no-baseline); without it such a merge is an error, not a pass."
+    )
+    var allowNoBaseline = false
+
     @OptionGroup(title: "Catalog")
     var catalog: CatalogArguments
 
@@ -93,7 +99,7 @@ struct ResultsMergeCommand: AsyncParsableCommand, ReadsLogs {
     func run() async throws {
         let merge: ResultsMerge
         do {
-            merge = try ResultsMerge(paths: reports, allowsPartial: allowPartial, failOn: failOn)
+            merge = try ResultsMerge(paths: reports, allowsPartial: allowPartial, failOn: failOn, allowsNoBaseline: allowNoBaseline)
         } catch {
             throw diagnose(error)
         }
