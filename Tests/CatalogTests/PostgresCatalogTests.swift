@@ -1,3 +1,4 @@
+import EvalEngine
 import Foundation
 import TestSupport
 import Testing
@@ -90,6 +91,38 @@ struct PostgresCatalogTests {
                 let again = try postgres.index(paths: [fixtures])
                 #expect(again.count(.unchanged) == again.logs.count)
                 #expect(again.eventsRead == 0)
+            }
+        }
+    }
+
+    @Test("baselines from a branch's history are each case's own newest suite runs, on SQLite and on PostgreSQL alike")
+    func branchBaselines() async throws {
+        try await PostgresTestServer.with { server in
+            try await TemporaryDirectory.with { directory in
+                let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+                try
+                    "- {caseId: often, logs: \(log), expected: {stopReason: success}}\n- {caseId: once, logs: \(log), expected: {stopReason: success}}\n"
+                    .write(toFile: directory.path("cases.yaml"), atomically: true, encoding: .utf8)
+                let (cases, errors) = EvalSuite.load(paths: [directory.path("cases.yaml")])
+                #expect(errors.isEmpty)
+                let both = EvalReport(results: await EvalRunner(options: EvalOptions(jobs: 1)).run(cases))
+                let often = EvalReport(results: await EvalRunner(options: EvalOptions(jobs: 1)).run(cases.filter { $0.id == "often" }))
+                var answers: [[String: Baseline]] = []
+                for catalog in [try Catalog(path: directory.path("catalog.sqlite")), try Catalog(path: server.url)] {
+                    // Both cases once, then the one case alone twice (a --filter, a shard).
+                    for (index, report) in [both, often, often].enumerated() {
+                        _ = try catalog.recordSuite(
+                            report,
+                            info: SuiteRunInfo(startedAtUs: index + 1, gitCommit: "c", gitBranch: "main", commandLine: "agent-eval run"),
+                            flakyHistory: false)
+                    }
+                    let (suiteRuns, baselines) = try catalog.baselines(branch: "main", lastRuns: 1)
+                    #expect(suiteRuns == 2, "often's newest suite run, and once's")
+                    #expect(baselines.keys.sorted() == ["often", "once"])
+                    #expect(baselines["once"]?.passed == true && baselines["once"]?.counts.attempts == 1)
+                    answers.append(baselines)
+                }
+                #expect(answers[0] == answers[1], "SQLite and PostgreSQL agree")
             }
         }
     }
