@@ -72,7 +72,8 @@ public struct EvalError: Diagnostic, Hashable {
         /// A case's `state:` command could not show the environment's final state (it failed,
         /// hung, or printed no JSON): the state expectation has no evidence.
         case stateUnseen = "state_unseen"
-        /// A command case's program could not be run through the recording gateway.
+        /// A command case's program could not be run through the recording gateway, or a
+        /// pipeline task's attempt could not be run at all (`TaskFinished.couldNotRunPrefix`).
         case commandFailed = "command_failed"
         /// A file to bring over from another tool (an ADK eval set) cannot be read as one.
         case unreadableInput = "unreadable_input"

@@ -54,6 +54,75 @@ struct PipelineCrashTests {
             })
     }
 
+    /// Starts `arguments` and kills it with SIGKILL once `ready` says so (checked every 10 ms, for
+    /// at most 120 s).
+    static func killWhen(_ arguments: [String], in directory: TemporaryDirectory, _ ready: () -> Bool) async throws {
+        let (process, _) = try startAgentEval(arguments, in: directory.url)
+        let end = ContinuousClock.now + .seconds(120)
+        while process.isRunning && ContinuousClock.now < end && !ready() { try await Task.sleep(for: .milliseconds(10)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        await wait(for: process)
+    }
+
+    @Test(
+        "resume checks an agent attempt's output with the task's validation, as a run does; a pipeline resumed to its end after a killed attempt can be graded"
+    )
+    func resumeValidatesAndGrades() async throws {
+        try await TemporaryDirectory.with { directory in
+            let agent = ExampleRuns.fixtures.appendingPathComponent("pipelines/triage-recovery/triage.agent.yaml").path
+            // The agent answers at once; its validation refuses the answer, slowly: killed while it runs.
+            try """
+            pipeline: checked
+            input: {tickets: [{id: T-1, text: charged twice}]}
+            outputs: [classify]
+            tasks:
+              - id: classify
+                agent: \(agent)
+                goal: 'Classify: {{tickets}}'
+                inputs: {tickets: $input.tickets}
+                validate: {command: [sh, -c, 'cat >/dev/null; sleep 3; exit 1']}
+
+            """.write(toFile: directory.path("checked.yaml"), atomically: true, encoding: .utf8)
+            let checked = directory.path("runs/checked-v")
+            try await Self.killWhen(["pipeline", "run", "checked.yaml", "--out", "runs", "--run-id", "v"], in: directory) {
+                // The agent's run has stopped on its own: the validation is running.
+                guard let state = try? PipelineReplay(log: checked + "/pipeline.jsonl.gz").state,
+                    let child = state.tasks.first?.attempts.last?.started.log
+                else { return false }
+                var run = RunState()
+                _ = try? LogReader(path: checked + "/" + child).forEachEvent { RunState.reduce(into: &run, $0.event) }
+                return run.stop != nil
+            }
+            let resumed = try await agentEval(["pipeline", "resume", checked, "--wait"], in: directory.url)
+            #expect(resumed.status == 1, "the validation refuses the output: \(resumed.stdoutText)\(resumed.stderr)")
+            let state = try PipelineReplay(log: checked + "/pipeline.jsonl.gz").state
+            #expect(state.stop?.status == .failed)
+            #expect(state.tasks.first?.attempts.last?.finished?.errorClass == .invalidOutput, "\(String(describing: state.tasks.first))")
+
+            // A command killed mid-run, retried by resume to the end: the pipeline can be graded.
+            try """
+            pipeline: retried
+            input: {}
+            outputs: [slow]
+            tasks:
+              - {id: slow, command: [sh, -c, 'cat >/dev/null; sleep 1; echo "{\\"done\\": true}"']}
+
+            """.write(toFile: directory.path("retried.yaml"), atomically: true, encoding: .utf8)
+            let retried = directory.path("runs/retried-r")
+            try await Self.killWhen(["pipeline", "run", "retried.yaml", "--out", "runs", "--run-id", "r"], in: directory) {
+                (try? PipelineReplay(log: retried + "/pipeline.jsonl.gz").state.tasks.first?.attempts.isEmpty == false) ?? false
+            }
+            let again = try await agentEval(["pipeline", "resume", retried, "--wait"], in: directory.url)
+            #expect(again.status == 0, "\(again.stdoutText)\(again.stderr)")
+            let retriedState = try PipelineReplay(log: retried + "/pipeline.jsonl.gz").state
+            #expect(retriedState.tasks.first?.currentAttempts.first?.finished?.errorClass == .interrupted)
+            try "caseId: retried\nlogs: \(retried)/pipeline.jsonl.gz\nexpected:\n  pipeline: {status: succeeded}\n".write(
+                toFile: directory.path("retried.case.yaml"), atomically: true, encoding: .utf8)
+            let graded = try await agentEval(["run", directory.path("retried.case.yaml"), "--no-catalog"], in: directory.url)
+            #expect(graded.status == 0, "\(graded.stdoutText)\(graded.stderr)")
+        }
+    }
+
     @Test("kill -9 at random points, then resume: the same outputs as an uninterrupted run, no settled task run again")
     func killedAndResumed() async throws {
         try await TemporaryDirectory.with { directory in

@@ -135,6 +135,29 @@ struct PipelineCaseTests {
         }
     }
 
+    @Test(
+        "a pipeline whose command could not start cannot be graded: the recovery that followed (a retry, a fallback) is the machine's doing, not the design's"
+    )
+    func commandThatCannotStart() async throws {
+        try await TemporaryDirectory.with { directory in
+            // The triage pipeline, its rules client not installed: classify falls back to the agent
+            // as it would when the rules service is down, and the pipeline succeeds.
+            let source = ExampleRuns.fixtures.appendingPathComponent("pipelines/triage-recovery")
+            let copy = directory.path("triage")
+            try FileManager.default.copyItem(atPath: source.path, toPath: copy)
+            let file = copy + "/pipeline.yaml"
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            try text.replacingOccurrences(of: "command: [sh, classify.sh]", with: "command: [./rules-client-not-installed]")
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            let cases = try Self.cases(
+                "caseId: missing-client\npipeline: \(file)\nexpected:\n  pipeline: {status: succeeded}\n", in: directory)
+            let result = try #require(await Self.run(cases, in: directory).first)
+            #expect(!result.passed)
+            #expect(result.harnessError?.diagnosticCode == "eval.command_failed", "\(String(describing: result.harnessError))")
+            #expect(result.harnessError?.message.contains("the command could not start") == true)
+        }
+    }
+
     @Test("a paused pipeline cannot be graded unless the case allows it, then it is checked over what it recorded")
     func unfinishedPipelines() async throws {
         try await TemporaryDirectory.with { directory in

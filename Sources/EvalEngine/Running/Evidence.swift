@@ -177,11 +177,13 @@ struct Evidence {
     /// model would make `tasksNotRun` or a fallback pass on the harness's account).
     static func ofPipeline(_ state: PipelineState, log: String) -> DiagnosticRecord? {
         for task in state.tasks {
-            for attempt in task.currentAttempts {
+            for (index, attempt) in task.currentAttempts.enumerated() {
                 guard let finished = attempt.finished, finished.status == .failed else { continue }
                 let error = finished.error ?? ""
                 let place = SourceLocation(path: log)
-                if finished.errorClass == .interrupted {
+                // An attempt stopped from outside that a later attempt took up (a resume's retry)
+                // left nothing unproven: the later one shows what the task did.
+                if finished.errorClass == .interrupted, index == task.currentAttempts.count - 1 {
                     return DiagnosticRecord(
                         EvalError(
                             .interrupted,
@@ -195,6 +197,17 @@ struct Evidence {
                             .modelFailed, "task \(task.id) attempt \(attempt.attempt): the agent's model did not answer (\(error))",
                             location: place,
                             hint: "check that the model endpoint is up and answers, or replay it from a cassette"))
+                }
+                if finished.isHarnessFault {
+                    // Whatever recovery followed (a retry, a fallback, a skip) was the machine's
+                    // doing, not the task's: the pipeline's route proves nothing of its design.
+                    return DiagnosticRecord(
+                        EvalError(
+                            .commandFailed,
+                            "task \(task.id) attempt \(attempt.attempt): \(error)", location: place,
+                            hint:
+                                "install what the task runs (the command, its validation command, the agent's MCP servers) and run the case again"
+                        ))
                 }
             }
         }

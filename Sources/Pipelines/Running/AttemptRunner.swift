@@ -52,11 +52,17 @@ struct AttemptRunner: Sendable {
             result = await runCommand(
                 arguments, directory: directory, isText: isText, input: input, timeoutMs: task.timeoutMs, record: processRecord)
         }
+        await validated(&result, task)
+        result.durationUs = environment.recordedDuration(elapsed())
+        return result
+    }
+
+    /// A succeeded `result` of `task` whose output its validation refuses becomes an
+    /// `invalid_output` failure: every output a task goes on with passed it, a resumed one too.
+    func validated(_ result: inout AttemptResult, _ task: PipelineTask) async {
         if case .succeeded(let output) = result.status, let problem = await validate(output, task.validation) {
             result.status = .failed(.invalidOutput, problem)
         }
-        result.durationUs = environment.recordedDuration(elapsed())
-        return result
     }
 
     private func runAgent(
@@ -90,7 +96,8 @@ struct AttemptRunner: Sendable {
                 status: .failed(.timeout, "the agent run did not finish within \(task.timeoutMs ?? 0) ms and was stopped"),
                 stopReason: (try? ended.get())?.stop.reason.rawValue, durationUs: 0)
         case (.failure(let error), false):
-            return AttemptResult(status: .failed(.failure, "the agent run could not run: \(error.message)"), durationUs: 0)
+            return AttemptResult(
+                status: .failed(.failure, "\(TaskFinished.couldNotRunPrefix) the agent run could not run: \(error.message)"), durationUs: 0)
         case (.success(let outcome), false):
             let stop = outcome.stop
             if Task.isCancelled || stop.isInterruption {
@@ -128,9 +135,12 @@ struct AttemptRunner: Sendable {
         do {
             result = try await process.run()
         } catch let failure as ChildProcess.SpawnFailure {
-            return AttemptResult(status: .failed(.failure, "the command could not start: \(failure.message)"), durationUs: 0)
+            return AttemptResult(
+                status: .failed(.failure, "\(TaskFinished.couldNotRunPrefix) the command could not start: \(failure.message)"),
+                durationUs: 0)
         } catch {
-            return AttemptResult(status: .failed(.failure, "the command could not start: \(error)"), durationUs: 0)
+            return AttemptResult(
+                status: .failed(.failure, "\(TaskFinished.couldNotRunPrefix) the command could not start: \(error)"), durationUs: 0)
         }
         if result.isCancelled {
             return AttemptResult(status: .failed(.interrupted, "the command was stopped from outside"), durationUs: 0, wasInterrupted: true)
@@ -177,7 +187,7 @@ struct AttemptRunner: Sendable {
             if result.isTimedOut { return "the validation command did not finish within 60 s" }
             return "the validation command rejected the output (exit \(result.exitStatus ?? -1))\(Self.tail(result.stderr))"
         } catch {
-            return "the validation command could not start: \(error)"
+            return "\(TaskFinished.couldNotRunPrefix) the validation command could not start: \(error)"
         }
     }
 

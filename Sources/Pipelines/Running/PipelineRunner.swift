@@ -105,9 +105,15 @@ public struct PipelineRunner: Sendable {
         try await settleLeftovers(state, directory: directory, path: path, policy: leftovers)
         try recorder.record(.resumed(PipelineResumed(after: state.isPaused ? "pause" : "crash")))
         try? FileManager.default.removeItem(atPath: directory + "/" + Self.pauseRequestName)
-        return try await drive(
-            recorder, directory: directory, jobs: jobs ?? state.start?.jobs ?? 1, settling: interruptedAttempts(state, directory: directory)
-        )
+        // An attempt the crash cut short whose agent run had stopped on its own goes on with that
+        // run's answer, checked by the task's validation as any attempt's output is.
+        var settling = interruptedAttempts(state, directory: directory)
+        let attempts = AttemptRunner(environment: environment)
+        for index in settling.indices {
+            guard let task = definition.task(settling[index].0.task) else { continue }
+            await attempts.validated(&settling[index].1, task)
+        }
+        return try await drive(recorder, directory: directory, jobs: jobs ?? state.start?.jobs ?? 1, settling: settling)
     }
 
     /// Processes of command attempts that the log shows started and not finished, which still

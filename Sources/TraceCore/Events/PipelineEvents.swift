@@ -352,6 +352,15 @@ public struct TaskFinished: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// The digest of the pipeline state before this event (see `PipelineState.digest`).
     public var stateDigest: String
 
+    /// How `error` begins when the harness could not run the attempt at all — its command or
+    /// validation command could not start, its agent run could not be set up (an MCP server
+    /// that would not start, a log that could not be written): the attempt shows the machine,
+    /// not the task, so a case over the pipeline could not run.
+    public static let couldNotRunPrefix = "the harness could not run the attempt:"
+
+    /// The harness could not run the attempt (`couldNotRunPrefix`).
+    public var isHarnessFault: Bool { (error ?? "").hasPrefix(Self.couldNotRunPrefix) }
+
     public init(
         task: String, attempt: Int, status: Status, output: JSONValue? = nil, errorClass: TaskErrorClass? = nil, error: String? = nil,
         recovery: TaskRecovery? = nil, stopReason: String? = nil, durationUs: Int, stateDigest: String
