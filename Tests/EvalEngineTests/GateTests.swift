@@ -412,6 +412,16 @@ struct GateTests {
         var failing = Baseline(Self.live("d", [.fail]))
         for attempt: Attempt in [.fail, .pass, .fail] { failing = failing.adding(Self.live("d", [attempt])) }
         #expect(BaselineComparison.compare(Self.live("d", [.fail]), with: failing).status == .knownFailure)
+        // A recorded case's logs check the same every time: one of three failing before and now
+        // is the known failure it was, however many of its logs passed.
+        func recorded(_ attempts: [Attempt]) -> CaseResult {
+            var result = Self.live("r", attempts)
+            result.evalCase.source = .recorded(patterns: [])
+            return result
+        }
+        #expect(
+            BaselineComparison.compare(recorded([.fail, .pass, .pass]), with: Baseline(recorded([.pass, .pass, .fail]))).status
+                == .knownFailure)
     }
 
     @Test("GitHub annotations point at the case file's line and escape what workflow commands would misread")

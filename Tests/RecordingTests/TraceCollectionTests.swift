@@ -120,6 +120,15 @@ struct TraceCollectionTests {
         #expect(journal.contains("[redacted:attribute:api_key:") && journal.contains("gpt-test"))
         let mode = try FileManager.default.attributesOfItem(atPath: collector.journalPath(of: trace))[.posixPermissions] as? Int
         #expect(mode == 0o600)
+        // Names that hold credentials, and names that only look like it (counts of tokens).
+        for name in ["http.request.header.authorization", "api_key", "db.password", "oauth.access_token", "langfuse.secret_key"] {
+            #expect(AttributeRedaction.isSecret(name), "\(name)")
+        }
+        for name in [
+            "gen_ai.request.max_tokens", "gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.request.model", "session.id",
+        ] {
+            #expect(!AttributeRedaction.isSecret(name), "\(name)")
+        }
     }
 
     @Test("a folder that cannot be made is a RecordingError naming it and --out")

@@ -133,11 +133,12 @@ public struct BaselineComparison: Sendable {
             if comparison.isRegression {
                 regressions.append(Regression(kind: .passRateDropped, message: comparison.sentence))
             }
-        } else if !result.passed, baseline.passed || baseline.mostlyPassed {
-            // A repeated baseline whose attempts mostly passed (7 of 8: a flaky pass or a
-            // flaky fail by its minPassRate) is a passing case: one attempt that fails now is a
-            // regression, never a known failure — else one flaky failure in the baseline waves
-            // every later failure through.
+        } else if !result.passed, baseline.passed || result.attemptsAreRepeats && baseline.mostlyPassed {
+            // A live case's summed baseline whose attempts mostly passed (7 of 8: a flaky pass
+            // or a flaky fail by its minPassRate) is a passing case: one attempt that fails now is
+            // a regression, never a known failure — else one flaky failure in the baseline waves
+            // every later failure through. (A recorded case's logs are the same every time: its
+            // baseline's outcome is its verdict.)
             let before =
                 baseline.passed
                 ? "passed in the baseline" : "passed in \(baseline.counts.passes) of \(baseline.counts.attempts) baseline attempts"

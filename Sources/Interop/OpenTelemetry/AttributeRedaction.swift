@@ -52,6 +52,8 @@ public enum AttributeRedaction {
         let lower = name.lowercased()
         if lower.hasPrefix("gen_ai.usage.") || lower.hasPrefix("llm.token_count.") { return false }
         let last = String(lower.split(separator: ".").last ?? Substring(lower))
+        // Counts of tokens (`max_tokens`, `input_tokens`), however an exporter types them.
+        if last.hasSuffix("tokens") || last.hasSuffix("_count") { return false }
         return credentialHeaders.contains(last) || Redactor.defaultMemberNames.map { $0.lowercased() }.contains(last)
             || Redactor.looksSecret(last)
     }
