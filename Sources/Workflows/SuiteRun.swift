@@ -227,11 +227,42 @@ public struct SuiteRun: Sendable {
         return outcome
     }
 
-    /// The report files, the page and the baseline, in that order, as far as they can be written.
+    /// The report files, the page and the baseline, in that order. When one cannot be written, the
+    /// report files this run already wrote are removed again: each says the verdict, and the run
+    /// ends with exit 2, so none may be left saying it passed (a merge or a comment would read it).
     private func write(_ report: EvalReport, into outcome: inout Outcome, interrupted: Int32?) throws(EvalError) {
-        if let jsonOut = request.jsonOut { try ReportFile.write(JSONWriter.encodePretty(report.json), to: jsonOut) }
-        if let junit = request.junit { try ReportFile.write(report.junit, to: junit) }
-        if let markdown = request.markdown { try ReportFile.write(report.markdown, to: markdown) }
+        var written: [String] = []
+        do throws(EvalError) {
+            try writeReports(report, into: &outcome, written: &written)
+        } catch {
+            for path in written where !ReportFile.isWrittenInPlace(path) { try? FileManager.default.removeItem(atPath: path) }
+            guard !written.isEmpty else { throw error }
+            throw EvalError(
+                error.code, error.message + " (the report files written before it were removed: \(written.joined(separator: ", ")))",
+                location: error.location, hint: error.hint)
+        }
+        if interrupted != nil, request.updatesBaseline {
+            // Runs cut off by the signal say nothing of the agent: the baseline stays as it was.
+            outcome.baselineRefused = true
+        } else {
+            outcome.baselineWritten = try session.writeBaselineIfAsked(from: report)
+        }
+    }
+
+    /// Writes the report files and the page, noting each path once it is written.
+    private func writeReports(_ report: EvalReport, into outcome: inout Outcome, written: inout [String]) throws(EvalError) {
+        if let jsonOut = request.jsonOut {
+            try ReportFile.write(JSONWriter.encodePretty(report.json), to: jsonOut)
+            written.append(jsonOut)
+        }
+        if let junit = request.junit {
+            try ReportFile.write(report.junit, to: junit)
+            written.append(junit)
+        }
+        if let markdown = request.markdown {
+            try ReportFile.write(report.markdown, to: markdown)
+            written.append(markdown)
+        }
         if let html = request.html, let assets = request.viewerAssets {
             let view = ReportView.make(results: report.json)
             let page = HTMLPage(title: "eval report: \(report.counts.verdict(failOn: request.failOn))", data: view.document)
@@ -242,13 +273,8 @@ public struct SuiteRun: Sendable {
                 throw EvalError(.writeFailed, "cannot make the page \(html): \(FileProblem.reason(of: error))")
             }
             try ReportFile.write(bytes: bytes, to: html)
+            written.append(html)
             outcome.page = (html, view.embedded.count)
-        }
-        if interrupted != nil, request.updatesBaseline {
-            // Runs cut off by the signal say nothing of the agent: the baseline stays as it was.
-            outcome.baselineRefused = true
-        } else {
-            outcome.baselineWritten = try session.writeBaselineIfAsked(from: report)
         }
     }
 }

@@ -56,6 +56,21 @@ struct FailClosedTests {
         }
     }
 
+    @Test("a report file that cannot be written ends the run with exit 2, and the ones written before it are removed: none says it passed")
+    func reportsAllOrNone() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            try "caseId: passes\nlogs: \(log)\nexpected: {stopReason: success}\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            try "a file, not a folder".write(toFile: directory.path("blocker"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(
+                ["run", "case.yaml", "--no-catalog", "--json-out", "reports/ok.json", "--junit", "blocker/junit.xml"], in: directory.url)
+            #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.path("reports/ok.json")), "a report that says PASS was left behind")
+            #expect(result.stderr.contains("the report files written before it were removed: reports/ok.json"), "\(result.stderr)")
+        }
+    }
+
     @Test("a dead model is not a pass: down, 500 or garbage, the case could not run and says the model did not answer")
     func deadModel() async throws {
         let server = try LocalModelServer()

@@ -78,21 +78,27 @@ final class PostgresStore: CatalogStore {
         var seconds: TimeInterval
     }
 
-    /// The answer to `query`, waited for at most `answerWait` (plus `extra`): past it, the
-    /// connection is closed, which ends the wait (`AnswerDeadlinePassed`).
+    /// The answer to `query`, waited for at most `answerWait` (plus `extra`): past it the wait
+    /// ends (`AnswerDeadlinePassed`) and the connection is closed. The wait ends at the deadline
+    /// itself, not when the close fails the statement: a close may wait for the statement in
+    /// flight, which a stopped server never answers (CI of stop 97: a test hung for good there).
     static func answer(
         to query: PostgresQuery, on connection: PostgresConnection, extra: TimeInterval = 0
     ) throws -> PostgresQueryResult {
         let seconds = min(answerWait + extra, 2 * 365 * 86_400)
         let passed = Atomic<Bool>(false)
+        let answered = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
+        connection.query(query, logger: logger).cascade(to: answered)
         let deadline = connection.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
             passed.store(true, ordering: .relaxed)
+            // The first to complete the promise wins; the statement's late answer is dropped.
+            answered.fail(AnswerDeadlinePassed(seconds: seconds))
             let closing: EventLoopFuture<Void> = connection.close()
             _ = closing
         }
         defer { deadline.cancel() }
         do {
-            return try connection.query(query, logger: logger).wait()
+            return try answered.futureResult.wait()
         } catch {
             if passed.load(ordering: .relaxed) { throw AnswerDeadlinePassed(seconds: seconds) }
             throw error

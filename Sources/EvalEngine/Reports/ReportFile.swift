@@ -79,7 +79,7 @@ extension ReportFile {
     /// Whether `path` is written into as it is rather than replaced by a rename: a device or a
     /// pipe (`/dev/null`, a FIFO), or a symbolic link (`/dev/stdout`, a link to a file), which a
     /// rename would replace by a file.
-    static func isWrittenInPlace(_ path: String) -> Bool {
+    public static func isWrittenInPlace(_ path: String) -> Bool {
         var info = stat()
         guard lstat(path, &info) == 0 else { return false }
         let kind = info.st_mode & S_IFMT
