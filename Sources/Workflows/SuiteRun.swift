@@ -227,25 +227,26 @@ public struct SuiteRun: Sendable {
         return outcome
     }
 
-    /// The report files, the page and the baseline, in that order. When one cannot be written, the
-    /// report files this run already wrote are removed again: each says the verdict, and the run
-    /// ends with exit 2, so none may be left saying it passed (a merge or a comment would read it).
+    /// The report files, the page and the baseline, in that order. When one cannot be written (the
+    /// baseline too), the report files this run already wrote are removed again: each says the
+    /// verdict, and the run ends with exit 2, so none may be left saying it passed (a merge or a
+    /// comment would read it).
     private func write(_ report: EvalReport, into outcome: inout Outcome, interrupted: Int32?) throws(EvalError) {
         var written: [String] = []
         do throws(EvalError) {
             try writeReports(report, into: &outcome, written: &written)
+            if interrupted != nil, request.updatesBaseline {
+                // Runs cut off by the signal say nothing of the agent: the baseline stays as it was.
+                outcome.baselineRefused = true
+            } else {
+                outcome.baselineWritten = try session.writeBaselineIfAsked(from: report)
+            }
         } catch {
             for path in written where !ReportFile.isWrittenInPlace(path) { try? FileManager.default.removeItem(atPath: path) }
             guard !written.isEmpty else { throw error }
             throw EvalError(
                 error.code, error.message + " (the report files written before it were removed: \(written.joined(separator: ", ")))",
                 location: error.location, hint: error.hint)
-        }
-        if interrupted != nil, request.updatesBaseline {
-            // Runs cut off by the signal say nothing of the agent: the baseline stays as it was.
-            outcome.baselineRefused = true
-        } else {
-            outcome.baselineWritten = try session.writeBaselineIfAsked(from: report)
         }
     }
 

@@ -398,13 +398,14 @@ def test_a_binary_that_does_not_list_a_files_cases_fails_the_file_never_passes_i
 
 
 def test_a_run_that_exits_otherwise_than_its_verdict_passes_no_case(pytester):
-    """The report is written first; a JUnit file whose folder cannot be made makes `run` exit 2
-    after it. No case of that run passes then."""
+    """A JUnit file whose folder cannot be made makes `run` exit 2 after its JSON report was
+    written; `run` removes that report again (no report of a run that exited 2 says it passed),
+    and the plugin passes no case of that run: each is an error with agent-eval's words."""
     pytester.makefile(".yaml", one=case("one", "  toolsCalled: [lookup_order]"))
     (pytester.path / "taken").write_text("a file where the JUnit file's folder would be made")
     result = pytester.runpytest(*PLUGIN, "--agent-eval-arg=--junit=taken/out.xml")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*agent-eval run exited 2 where its report's verdict says 0*"])
+    result.stdout.fnmatch_lines(["*agent-eval run wrote no report (exit 2)*", "*cannot write taken/out.xml*"])
 
 
 def test_record_says_what_went_wrong_as_an_agent_eval_error(tmp_path):
