@@ -243,6 +243,7 @@ public struct SuiteRun: Sendable {
             }
         } catch {
             for path in written where !ReportFile.isWrittenInPlace(path) { try? FileManager.default.removeItem(atPath: path) }
+            outcome.page = nil
             guard !written.isEmpty else { throw error }
             throw EvalError(
                 error.code, error.message + " (the report files written before it were removed: \(written.joined(separator: ", ")))",

@@ -330,27 +330,29 @@ struct RecordCommandTests {
         if case .runStopped = cutEvents.last?.payload {} else { Issue.record("the log ends with its stop") }
     }
 
+    /// An agent that makes N (its argument) streamed requests through OPENAI_BASE_URL with no SDK,
+    /// reading each answer whole, whatever it is, and going on past any failure.
+    static let asker = """
+        import json, os, sys, urllib.request
+        for number in range(int(sys.argv[1])):
+            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "question %d" % number}]}
+            request = urllib.request.Request(
+                os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=json.dumps(body).encode(),
+                headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+            try:
+                with urllib.request.urlopen(request) as answer:
+                    answer.read()
+            except Exception as error:
+                print("request %d: %s" % (number, error), file=sys.stderr)
+        """
+
     @Test(
         "a request the gateway could not read was still made: it counts against --max-requests; a reply without usage counts an estimate against --max-tokens; a command that exits 0 after its last request failed does not pass"
     )
     func unreadableRequestsCount() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        // Makes N streamed requests through OPENAI_BASE_URL, reading each answer whole, whatever it is.
-        let agent = """
-            import json, os, sys, urllib.request
-            for number in range(int(sys.argv[1])):
-                body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "question %d" % number}]}
-                request = urllib.request.Request(
-                    os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=json.dumps(body).encode(),
-                    headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
-                try:
-                    with urllib.request.urlopen(request) as answer:
-                        answer.read()
-                except Exception as error:
-                    print("request %d: %s" % (number, error), file=sys.stderr)
-            """
-        try agent.write(toFile: directory.path("asker.py"), atomically: true, encoding: .utf8)
+        try Self.asker.write(toFile: directory.path("asker.py"), atomically: true, encoding: .utf8)
         let python = try await Self.python()
         // Four requests answered with a page of HTML (billed, unreadable), under --max-requests 2:
         // the third is refused and the command stopped.
@@ -451,19 +453,11 @@ struct RecordCommandTests {
         defer { directory.remove() }
         let server = try LocalModelServer()
         defer { server.stop() }
-        let asker = """
-            import json, os, urllib.request
-            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hello"}]}
-            request = urllib.request.Request(
-                os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=json.dumps(body).encode(),
-                headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
-            urllib.request.urlopen(request).read()
-            """
-        try asker.write(toFile: directory.path("asker.py"), atomically: true, encoding: .utf8)
+        try Self.asker.write(toFile: directory.path("asker.py"), atomically: true, encoding: .utf8)
         let log = directory.path("timeout.jsonl.gz")
         let result = try await agentEval(
             ["record", "--no-catalog", "--log", log, "--timeout", "2"] + Self.upstreams(server, "hang")
-                + ["--", try await Self.python(), directory.path("asker.py")], environment: ["OPENAI_API_KEY": Self.key])
+                + ["--", try await Self.python(), directory.path("asker.py"), "1"], environment: ["OPENAI_API_KEY": Self.key])
         #expect(result.status == 1, "\(result.stderr)")
         let stop = try Self.state(log).stop
         #expect(stop?.limit == .timeout)

@@ -225,25 +225,32 @@ public final class TraceReceiver: HTTPRequestHandling {
     public func answerBusy(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
         -> Bool
     {
-        counts.withLock { $0.refused += 1 }
-        let type = head.headers.first(name: "content-type")?.lowercased() ?? ""
-        return try await Self.answer(
-            status: 503,
-            message: "the receiver holds \(maxHeldBytes) bytes of other requests' bodies, all it takes at once: send this again "
-                + "in a moment",
-            encoding: type.hasPrefix("application/json") ? .json : .protobuf, to: head, outbound, headers: [("retry-after", "1")])
+        try await refuseUnread(
+            503,
+            "the receiver holds \(maxHeldBytes) bytes of other requests' bodies, all it takes at once: send this again in a moment",
+            head, outbound, headers: [("retry-after", "1")])
     }
 
     public func answerTooLarge(_ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws
         -> Bool
     {
+        try await refuseUnread(
+            413,
+            "the body is larger than \(maxRequestBytes) bytes, more than this receiver takes (--max-body); "
+                + "export smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)", head, outbound)
+    }
+
+    /// Refuses a request whose body the server did not keep: counted refused, and answered in
+    /// the encoding its content type names.
+    private func refuseUnread(
+        _ status: Int, _ message: String, _ head: HTTPRequestHead, _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        headers: [(String, String)] = []
+    ) async throws -> Bool {
         counts.withLock { $0.refused += 1 }
         let type = head.headers.first(name: "content-type")?.lowercased() ?? ""
         return try await Self.answer(
-            status: 413,
-            message: "the body is larger than \(maxRequestBytes) bytes, more than this receiver takes (--max-body); "
-                + "export smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)",
-            encoding: type.hasPrefix("application/json") ? .json : .protobuf, to: head, outbound)
+            status: status, message: message, encoding: type.hasPrefix("application/json") ? .json : .protobuf, to: head, outbound,
+            headers: headers)
     }
 
     /// A `google.rpc.Status` (code, message) in the request's encoding, as OTLP/HTTP answers a failure.
