@@ -78,8 +78,8 @@ public struct SuiteRun: Sendable {
         public var page: (path: String, embedded: Int)?
         /// The baseline written: its directory and what was written and left.
         public var baselineWritten: (directory: String, update: Baseline.Update)?
-        /// Whether `--update-baseline` wrote nothing because the run was interrupted.
-        public var baselineRefused: Bool
+        /// Why `--update-baseline` wrote nothing (the run was interrupted, or regressed).
+        public var baselineRefusal: EvalSession.BaselineRefusal?
         /// The report file or baseline that could not be written: the writing stopped there
         /// (what came before it was written; the command prints the summary, then this).
         public var writeFailure: EvalError?
@@ -218,7 +218,7 @@ public struct SuiteRun: Sendable {
                 notice("warning: the results were not recorded in the catalog")
             }
         }
-        var outcome = Outcome(report: report, history: history, exported: exported, baselineRefused: false)
+        var outcome = Outcome(report: report, history: history, exported: exported)
         do {
             try write(report, into: &outcome, interrupted: interrupted)
         } catch {
@@ -235,12 +235,9 @@ public struct SuiteRun: Sendable {
         var written: [String] = []
         do throws(EvalError) {
             try writeReports(report, into: &outcome, written: &written)
-            if interrupted != nil, request.updatesBaseline {
-                // Runs cut off by the signal say nothing of the agent: the baseline stays as it was.
-                outcome.baselineRefused = true
-            } else {
-                outcome.baselineWritten = try session.writeBaselineIfAsked(from: report)
-            }
+            // An interrupted run, or one that regressed, leaves the baseline as it was.
+            outcome.baselineRefusal = session.baselineRefusal(for: report)
+            outcome.baselineWritten = try session.writeBaselineIfAsked(from: report)
         } catch {
             for path in written where !ReportFile.isWrittenInPlace(path) { try? FileManager.default.removeItem(atPath: path) }
             outcome.page = nil

@@ -117,6 +117,24 @@ struct RunCommandTests {
             #expect(regressed.status == 1)
             #expect(regressed.stdoutText.contains("✘ gate  (1 log, regressed)"))
             #expect(regressed.stdoutText.contains("regression: passed in the baseline, fails now"))
+
+            // Updating the baseline compares first: the regression is not added to it (which
+            // would make it a known failure, and the next gate green) unless the run is
+            // accepted with --replace-baseline.
+            let before = try Data(contentsOf: URL(fileURLWithPath: directory.path("cases/.baseline/gate.json")))
+            let update = try await agentEval(["run", directory.path("cases"), "--fail-on", "regression", "--update-baseline"])
+            #expect(update.status == 1)
+            #expect(update.stdoutText.contains("regression: passed in the baseline, fails now"), "\(update.stdoutText)")
+            #expect(update.stderr.contains("baseline not written: a case regressed against it (gate)"), "\(update.stderr)")
+            #expect(!update.stdoutText.contains("baseline written"))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path("cases/.baseline/gate.json"))) == before)
+            #expect(try await agentEval(["run", directory.path("cases"), "--fail-on", "regression"]).status == 1)
+            let accepted = try await agentEval(["run", directory.path("cases"), "--update-baseline", "--replace-baseline"])
+            #expect(
+                accepted.stdoutText.contains("baseline written: \(directory.path("cases"))/.baseline (2 cases)"), "\(accepted.stdoutText)")
+            let known = try await agentEval(["run", directory.path("cases"), "--fail-on", "regression"])
+            #expect(known.status == 0, "\(known.stdoutText)")
+            #expect(known.stdoutText.contains("0 regressed, 2 known failures"), "\(known.stdoutText)")
         }
     }
 

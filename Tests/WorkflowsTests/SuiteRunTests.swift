@@ -65,7 +65,7 @@ struct SuiteRunTests {
             let suite = try await SuiteRun(request, catalog: nil, exporter: nil, shelf: CassetteShelf()) { _ in }
             let report = await suite.runCases { _ in }
             let outcome = await suite.finish(report, interruptedBy: 2, notice: { _ in }, warning: { _ in })
-            #expect(outcome.baselineRefused && outcome.baselineWritten == nil)
+            #expect(outcome.baselineRefusal == .interrupted && outcome.baselineWritten == nil)
             #expect(!FileManager.default.fileExists(atPath: directory.path("baseline")))
             #expect(outcome.report.interruptedBy == 2)
             #expect(FileManager.default.fileExists(atPath: directory.path("r.json")))

@@ -189,7 +189,12 @@ public struct EvalSession: Sendable {
         if let given = plan.baselines {
             baselines = given
             hasBaseline = true
-        } else if !plan.updatesBaseline, let directory = plan.baselineDirectory, FileManager.default.fileExists(atPath: directory) {
+        } else if !(plan.updatesBaseline && plan.replacesBaseline), let directory = plan.baselineDirectory,
+            FileManager.default.fileExists(atPath: directory)
+        {
+            // `--update-baseline` compares first, as any run does: a run that regressed is not
+            // added to the baseline (`baselineRefusal`). Only `--replace-baseline` takes the run
+            // as it is.
             do {
                 baselines = try Baseline.read(for: cases, from: directory)
                 hasBaseline = true
@@ -269,12 +274,42 @@ public struct EvalSession: Sendable {
         return report
     }
 
-    /// Adds `report` to the baseline when the plan asks for it (`Baseline.write`); the directory
-    /// and what was written. An interrupted report (`interruptedBy`) writes nothing: runs cut off
-    /// by a signal say nothing of the agent, and summed into the baseline they would make a
-    /// regression a known failure.
+    /// Why the baseline the plan asks to update must stay as it is after `report`, if it must.
+    public enum BaselineRefusal: Sendable, Equatable {
+        /// The run was interrupted: runs cut off by a signal say nothing of the agent, and summed
+        /// into the baseline they would make a regression a known failure.
+        case interrupted
+        /// These cases regressed against the baseline: added to it, each regression would be
+        /// the baseline's from then on (a failure known, a new tool seen), blessed without
+        /// anyone deciding so. `--replace-baseline` is that decision.
+        case regressed([String])
+
+        /// What the console says.
+        public var sentence: String {
+            switch self {
+            case .interrupted: "baseline not written: the run was interrupted, and a baseline is only written from a whole run"
+            case .regressed(let cases):
+                "baseline not written: \(cases.count == 1 ? "a case" : "\(cases.count) cases") regressed against it ("
+                    + cases.prefix(5).joined(separator: ", ") + (cases.count > 5 ? ", …" : "")
+                    + "); fix the regression, or accept this run as the baseline with --replace-baseline "
+                    + "(or delete a case's file to start that case over)"
+            }
+        }
+    }
+
+    /// Why `writeBaselineIfAsked` writes nothing for `report` when the plan asks for a baseline.
+    public func baselineRefusal(for report: EvalReport) -> BaselineRefusal? {
+        guard plan.updatesBaseline else { return nil }
+        if report.interruptedBy != nil { return .interrupted }
+        guard !plan.replacesBaseline else { return nil }
+        let regressed = report.results.map(\.id).filter { report.comparisons[$0]?.status == .regressed }
+        return regressed.isEmpty ? nil : .regressed(regressed)
+    }
+
+    /// Adds `report` to the baseline when the plan asks for it (`Baseline.write`) and nothing
+    /// refuses it (`baselineRefusal`); the directory and what was written.
     public func writeBaselineIfAsked(from report: EvalReport) throws(EvalError) -> (directory: String, update: Baseline.Update)? {
-        guard plan.updatesBaseline, report.interruptedBy == nil, let directory = plan.baselineDirectory else { return nil }
+        guard plan.updatesBaseline, baselineRefusal(for: report) == nil, let directory = plan.baselineDirectory else { return nil }
         return (directory, try Baseline.write(report.results, to: directory, replacing: plan.replacesBaseline))
     }
 }

@@ -31,7 +31,8 @@ struct RunCommand: AsyncParsableCommand, ReadsLogs {
             pipeline-level and per-task expectations. Case files are described in docs/eval-cases.md.
 
             Baselines: --update-baseline adds this run to one reviewable JSON file per case in the baseline directory \
-            (default: <first directory>/.baseline; --baseline-branch compares with the catalog's history instead). A \
+            (default: <first directory>/.baseline; --baseline-branch compares with the catalog's history instead), \
+            after comparing with it: a run in which a case regressed is not added (--replace-baseline accepts it). A \
             later run compares with it and reports regressions — a case that passed now fails, a stop reason changed, \
             a new tool is called, a new pipeline task runs, a forbidden tool is now attempted, a pass rate fell by an \
             exact test (--alpha, --min-drop, --test) — apart from failures that were already failing.
@@ -164,11 +165,14 @@ struct RunCommand: AsyncParsableCommand, ReadsLogs {
         help: """
             Add this run to the baseline, one file per case: a live case's attempts and passes are summed with what \
             the file held (the sample size behind it), the tools and stop reasons seen are united; a case that could not \
-            run is left as it was.
+            run is left as it was. The run is compared with the baseline first: when a case regressed, nothing is written.
             """)
     var updateBaseline = false
 
-    @Flag(help: "With --update-baseline: start each case's baseline over from this run instead of adding to it.")
+    @Flag(
+        help:
+            "With --update-baseline: start each case's baseline over from this run instead of adding to it, without comparing (accepts a run that regressed)."
+    )
     var replaceBaseline = false
 
     @Option(
@@ -380,8 +384,8 @@ struct RunCommand: AsyncParsableCommand, ReadsLogs {
         if let (path, embedded) = outcome.page {
             line("report page written: \(path) (\(embedded) run\(embedded == 1 ? "" : "s") embedded)")
         }
-        if outcome.baselineRefused {
-            printError("baseline not written: the run was interrupted, and a baseline is only written from a whole run")
+        if let refusal = outcome.baselineRefusal {
+            printError(refusal.sentence)
         } else if let (directory, update) = outcome.baselineWritten {
             var text = "baseline written: \(directory) (\(counted(update.written.count, "case")))"
             if !update.skipped.isEmpty {
