@@ -82,6 +82,10 @@ public struct ReplyReader: Sendable {
         public var retryAfterMs: Int?
         /// The reply came as a stream of events.
         public var isStream: Bool
+        /// A streamed 200 reply that did not come whole: the message in `format` assembled from
+        /// the events that did come (the text and calls the agent was passed before the cut);
+        /// nil when none carried content.
+        public var partial: JSONValue?
     }
 
     /// A streamed reply read whole, up to its protocol's end marker (`[DONE]`, `message_stop`,
@@ -157,6 +161,12 @@ public struct ReplyReader: Sendable {
         }
     }
 
+    /// The message the events of a 200 stream assembled so far, when they carried content.
+    private func partialMessage() -> JSONValue? {
+        guard status == 200, isStream, assembler.hasContent else { return nil }
+        return assembler.reply().raw
+    }
+
     /// What the reply was, once the response has ended (or been cut off).
     public func finish() -> Reply {
         var reply = Reply(
@@ -171,7 +181,10 @@ public struct ReplyReader: Sendable {
                 "HTTP \(status)\(HTTPModelClient.redirectNote(status: status, headers: headers)): \(HTTPModelClient.preview(body))"
             return reply
         }
-        guard problem == nil else { return reply }
+        if problem != nil {
+            reply.partial = partialMessage()
+            return reply
+        }
         var assembler = self.assembler
         if !isStream {
             do {
@@ -187,6 +200,7 @@ public struct ReplyReader: Sendable {
             // A stream that ends cleanly after its finish reason is whole to the SDKs (the
             // agent got it): only one that ends before saying how the reply ended is cut short.
             reply.problem = "the stream ended before the reply was complete (\(received) bytes came)"
+            reply.partial = partialMessage()
             return reply
         }
         let (raw, usage) = assembler.reply()

@@ -383,6 +383,15 @@ struct RecordCommandTests {
         #expect(lastFailed.status == 1, "\(lastFailed.stderr)")
         #expect(lastFailed.stderr.contains("the run's last model request failed"), "\(lastFailed.stderr)")
         #expect(try Self.state(directory.path("last.jsonl.gz")).stop?.isModelFailure == true)
+        // What the cut stream had passed to the agent is in the log with the failure.
+        let stored = try Self.events(directory.path("last.jsonl.gz")).compactMap { event -> ContentStored? in
+            if case .contentStored(let content) = event.payload { return content }
+            return nil
+        }
+        let partial = stored.first { $0.mediaType == ExchangeRecorder.partialReplyMediaType }
+        #expect(partial?.body.contains("never finished") == true, "\(stored)")
+        let unanswered = stored.first { $0.mediaType == ExchangeRecorder.unansweredMediaType }
+        #expect(unanswered?.body.contains("\"partial_reply\":\"\(partial?.hash ?? "-")\"") == true, "\(stored)")
         // Replies that carry no usage (a stream asked without include_usage): --max-tokens counts
         // four bytes of request and reply as a token, so a loop of them is still stopped.
         let unmetered = try LocalModelServer()

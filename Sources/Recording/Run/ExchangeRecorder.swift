@@ -147,10 +147,11 @@ public final class ExchangeRecorder: Sendable {
         /// `stream_options.include_usage`): `tokens` counts an estimate for each.
         var unmetered = 0
         /// Failed exchanges not yet recorded with a decision, oldest first: each request's
-        /// canonical key, when it ended, and the attempt. The next answered request with the same
+        /// canonical key, when it ended, the attempt, and the part of a cut stream's reply the
+        /// agent was passed (stored when the attempt is recorded). The next answered request with the same
         /// key (the retry), or any answered request made after it ended (the agent asked again
         /// another way: a trimmed context, another model), carries it in `attempts`.
-        var failures: [(key: String, endUs: Int, attempt: ModelAttempt)] = []
+        var failures: [Failure] = []
         var lastFailure: String?
         var stopCause: StopCause?
         var writeError: String?
@@ -164,6 +165,14 @@ public final class ExchangeRecorder: Sendable {
         var spans = SpanLedger()
         /// The conversation with a simulated user, when the run is one (`UserTalk`).
         var talk = UserTalk()
+    }
+
+    /// A failed exchange waiting to be recorded (`State.failures`).
+    struct Failure {
+        var key: String
+        var endUs: Int
+        var attempt: ModelAttempt
+        var partial: ContentStored?
     }
 
     public let logPath: String
@@ -293,15 +302,20 @@ public final class ExchangeRecorder: Sendable {
         guard let raw = outcome.reply.raw, outcome.failure == nil else {
             keys?.release(api: exchange.api, canonical: exchange.canonical, occurrence: exchange.occurrence)
             let message = outcome.failure ?? outcome.reply.problem ?? "the request failed"
+            // What a cut stream had passed to the agent is kept with the failure: the agent may
+            // have acted on it.
+            let partial = outcome.reply.partial.map {
+                ContentStored(bytes: JSONWriter.encode($0), mediaType: Self.partialReplyMediaType)
+            }
             let attempt = ModelAttempt(
                 status: outcome.reply.status == 0 ? nil : outcome.reply.status, error: message, retryAfterMs: outcome.reply.retryAfterMs,
-                waitedMs: 0)
+                waitedMs: 0, partialReply: partial?.hash)
             let cause: StopCause? = state.withLock { state in
                 state.inFlight -= 1
                 if outcome.reply.status != 0 { state.failedAnswered += 1 }
                 // The retry that answers it asks for the same parent request again.
                 if let index = exchange.prefixIndex { state.forking.prefixClaimed.remove(index) }
-                state.failures.append((baseKey, endUs, attempt))
+                state.failures.append(Failure(key: baseKey, endUs: endUs, attempt: attempt, partial: partial))
                 state.lastFailure = message
                 if outcome.isNotRecorded, state.stopCause == nil {
                     state.stopCause = .notRecorded(message, step: state.recorder?.step ?? 0)
@@ -400,11 +414,11 @@ public final class ExchangeRecorder: Sendable {
         recorder.timeUs = endUs
         let (decision, calls) = decision(from: raw, format: outcome.reply.format, state: &state)
         // Its own failed tries, and every failure it followed: none is left out of the log.
-        let isCarried = { (failure: (key: String, endUs: Int, attempt: ModelAttempt)) in
-            failure.key == baseKey || failure.endUs <= exchange.startUs
-        }
-        let attempts = state.failures.filter(isCarried).map(\.attempt)
+        let isCarried = { (failure: Failure) in failure.key == baseKey || failure.endUs <= exchange.startUs }
+        let carried = state.failures.filter(isCarried)
         state.failures.removeAll(where: isCarried)
+        for case let partial? in carried.map(\.partial) { _ = try store(partial, recorder: recorder, state: &state) }
+        let attempts = carried.map(\.attempt)
         try recorder.record(
             .decisionMade(
                 DecisionMade(
@@ -604,6 +618,10 @@ public final class ExchangeRecorder: Sendable {
         }
     }
 
+    /// `content_stored`'s media type for the part of a streamed reply that was cut off: the
+    /// message its events had assembled, in the provider's shape (`ModelAttempt.partialReply`).
+    public static let partialReplyMediaType = "application/vnd.agent-eval.partial-model-reply+json"
+
     /// `content_stored`'s media type for the failed model requests no answered request followed
     /// (the agent gave up, crashed, or was stopped after them): each with the time it ended and
     /// what failed, so none is in the stop's words alone.
@@ -613,6 +631,7 @@ public final class ExchangeRecorder: Sendable {
     /// oldest first.
     func storeUnansweredFailures(recorder: RunRecorder, state: inout State) throws {
         guard !state.failures.isEmpty else { return }
+        for case let partial? in state.failures.map(\.partial) { _ = try store(partial, recorder: recorder, state: &state) }
         let failures: [JSONValue] = state.failures.map { failure in
             ["ended_us": .int(failure.endUs), "attempt": failure.attempt.json]
         }

@@ -181,12 +181,17 @@ public struct ModelAttempt: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var retryAfterMs: Int?
     /// What the client waited before the next attempt.
     public var waitedMs: Int
+    /// A streamed reply cut off after it carried content: the `sha256:` of the `content_stored`
+    /// that holds the message its events had assembled (what the agent was passed), so the
+    /// failure keeps the answer the agent read, not only why it failed.
+    public var partialReply: String?
 
-    public init(status: Int?, error: String, retryAfterMs: Int? = nil, waitedMs: Int) {
+    public init(status: Int?, error: String, retryAfterMs: Int? = nil, waitedMs: Int, partialReply: String? = nil) {
         self.status = status
         self.error = error
         self.retryAfterMs = retryAfterMs
         self.waitedMs = waitedMs
+        self.partialReply = partialReply
     }
 
     public init(from scanner: inout JSONScanner) throws {
@@ -194,10 +199,12 @@ public struct ModelAttempt: JSONRepresentable, JSONObjectEncodable, Hashable {
         var error: String?
         var retryAfterMs: Int?
         var waitedMs: Int?
+        var partialReply: String?
         try scanner.readObject { scanner, key in
             switch key {
             case "status": status = try scanner.readOptional()
             case "error": error = try scanner.read()
+            case "partial_reply": partialReply = try scanner.readOptional()
             case "retry_after_ms": retryAfterMs = try scanner.readOptional()
             case "waited_ms": waitedMs = try scanner.read()
             default: try scanner.skipValue()
@@ -207,10 +214,12 @@ public struct ModelAttempt: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.error = try required(error, "error")
         self.retryAfterMs = retryAfterMs
         self.waitedMs = try required(waitedMs, "waited_ms")
+        self.partialReply = partialReply
     }
 
     public func members(into object: inout some JSONMemberSink) {
         object.set("error", error)
+        object.set("partial_reply", partialReply)
         object.set("retry_after_ms", retryAfterMs)
         object.set("status", status)
         object.set("waited_ms", waitedMs)
@@ -219,6 +228,7 @@ public struct ModelAttempt: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// One line for messages: `HTTP 429: slow down (waited 20 ms)`.
     public var summary: String {
         (status.map { "HTTP \($0): " } ?? "") + error + " (waited \(waitedMs) ms)"
+            + (partialReply.map { "; the part of the reply passed on is stored as \($0)" } ?? "")
     }
 }
 
