@@ -389,31 +389,99 @@ extension Catalog {
 }
 
 extension Catalog {
-    /// The newest suite run recorded on `branch` (by start time), as a results document with
-    /// what the catalog keeps of it (docs/eval-results.md: each case's outcome, source, file,
-    /// baseline status and error, and its runs' outcome, log, stop reason, steps, tokens and
-    /// failures) — the base of a pull request's comment; nil when the branch has none.
-    public func latestSuiteReport(branch: String) throws(CatalogError) -> (suiteRunId: Int, report: JSONValue)? {
-        try suiteReport(
-            """
-            SELECT suite_run_id, duration_ms, cases, passed, failed, errors, k FROM suite_runs
-            WHERE git_branch = ? ORDER BY started_at_us DESC, suite_run_id DESC LIMIT 1
-            """, [branch])
+    /// The base of a pull request's comment: each case's newest result recorded on `branch` (by
+    /// its suite run's start), as one results document with what the catalog keeps of it
+    /// (docs/eval-results.md: each case's outcome, source, file, baseline status and error, and
+    /// its runs' outcome, log, stop reason, steps, tokens and failures), and the suite runs they
+    /// came from, newest first. Per case, as the gate's `baselines(branch:)` is: a suite run of
+    /// some cases (a `--filter`, a shard) does not hide the others' results. Nil when the branch
+    /// has none. The summary counts the cases chosen; `k` and the duration are the newest suite
+    /// run's.
+    public func latestCaseReport(branch: String) throws(CatalogError) -> (suiteRunIds: [Int], report: JSONValue)? {
+        try read { db -> ([Int], JSONValue)? in
+            struct Entry {
+                var suiteRun: Int
+                var file: String?
+                var outcome: String
+                var json: ObjectBuilder
+            }
+            var entries: [String: Entry] = [:]
+            var suiteRuns: [(id: Int, place: Int)] = []
+            for row in try db.rows(
+                """
+                SELECT case_id, suite_run_id, file, source, outcome, pass_rate, stability, baseline_status, error, suite_place FROM (
+                    SELECT cr.case_id, cr.suite_run_id, cr.file, cr.source, cr.outcome, cr.pass_rate, cr.stability,
+                        cr.baseline_status, cr.error,
+                        ROW_NUMBER() OVER (PARTITION BY cr.case_id ORDER BY sr.started_at_us DESC, sr.suite_run_id DESC) AS place,
+                        DENSE_RANK() OVER (ORDER BY sr.started_at_us DESC, sr.suite_run_id DESC) AS suite_place
+                    FROM case_results cr JOIN suite_runs sr ON sr.suite_run_id = cr.suite_run_id
+                    WHERE sr.git_branch = ?
+                ) AS ranked WHERE place = 1
+                """, [branch])
+            {
+                let caseId: String = row["case_id"]
+                let suiteRun: Int = row["suite_run_id"]
+                if !suiteRuns.contains(where: { $0.id == suiteRun }) { suiteRuns.append((suiteRun, row["suite_place"])) }
+                entries[caseId] = Entry(suiteRun: suiteRun, file: row["file"], outcome: row["outcome"], json: Self.reportCase(row))
+            }
+            guard !entries.isEmpty else { return nil }
+            suiteRuns.sort { $0.place < $1.place }
+            let list = suiteRuns.map { String($0.id) }.sorted().joined(separator: ",")
+            var runsByCase: [String: [JSONValue]] = [:]
+            for row in try db.rows(
+                """
+                SELECT suite_run_id, case_id, log_path, repeat_index, outcome, stop_reason, steps, tokens, error, failures
+                FROM eval_results WHERE suite_run_id IN (\(list)) ORDER BY case_id, ordinal
+                """)
+            {
+                let caseId: String = row["case_id"]
+                guard entries[caseId]?.suiteRun == row["suite_run_id"] as Int else { continue }
+                runsByCase[caseId, default: []].append(Self.reportRun(row))
+            }
+            // The order a suite run's document has: by file (none first), then case id.
+            let ordered = entries.sorted { a, b in
+                if a.value.file != b.value.file {
+                    guard let first = a.value.file else { return true }
+                    guard let second = b.value.file else { return false }
+                    return Array(first.utf8).lexicographicallyPrecedes(Array(second.utf8))
+                }
+                return Array(a.key.utf8).lexicographicallyPrecedes(Array(b.key.utf8))
+            }
+            var cases: [JSONValue] = []
+            var counts = (passed: 0, failed: 0, errors: 0)
+            for (caseId, entry) in ordered {
+                var json = entry.json
+                json.set("runs", JSONValue.array(runsByCase[caseId] ?? []))
+                cases.append(json.json)
+                switch entry.outcome {
+                case "pass", "flaky_pass": counts.passed += 1
+                case "error": counts.errors += 1
+                default: counts.failed += 1
+                }
+            }
+            let newest = try db.row("SELECT duration_ms, k FROM suite_runs WHERE suite_run_id = ?", [suiteRuns[0].id])
+            var summary = ObjectBuilder()
+            summary.set("cases", cases.count)
+            summary.set("passed", counts.passed)
+            summary.set("failed", counts.failed)
+            summary.set("errors", counts.errors)
+            summary.set("duration_ms", newest?["duration_ms"] as Int? ?? 0)
+            var document = ObjectBuilder()
+            document.set("schema", "agent-eval/results")
+            document.set("version", 1)
+            document.set("k", newest?["k"] as Int? ?? 1)
+            document.set("summary", summary.json)
+            document.set("cases", JSONValue.array(cases))
+            return (suiteRuns.map(\.id), document.json)
+        }
     }
 
-    /// Suite run `id` as a results document (as `latestSuiteReport` makes it); nil when there is none.
+    /// Suite run `id` as a results document (what the catalog keeps of it, as
+    /// `latestCaseReport` says); nil when there is none.
     public func suiteReport(id: Int) throws(CatalogError) -> JSONValue? {
-        try suiteReport("SELECT suite_run_id, duration_ms, cases, passed, failed, errors, k FROM suite_runs WHERE suite_run_id = ?", [id])?
-            .report
-    }
-
-    /// The suite run the statement finds, as a results document.
-    private func suiteReport(_ statement: String, _ arguments: [(any SQLArgument)?]) throws(CatalogError) -> (
-        suiteRunId: Int, report: JSONValue
-    )? {
-        try read { db -> (Int, JSONValue)? in
-            guard let suite = try db.row(statement, arguments) else { return nil }
-            let id: Int = suite["suite_run_id"]
+        try read { db -> JSONValue? in
+            let statement = "SELECT suite_run_id, duration_ms, cases, passed, failed, errors, k FROM suite_runs WHERE suite_run_id = ?"
+            guard let suite = try db.row(statement, [id]) else { return nil }
             var runsByCase: [String: [JSONValue]] = [:]
             for row in try db.rows(
                 """
@@ -421,17 +489,7 @@ extension Catalog {
                 WHERE suite_run_id = ? ORDER BY case_id, ordinal
                 """, [id])
             {
-                var run = ObjectBuilder()
-                run.set("log", row["log_path"] as String)
-                let repeatIndex: Int = row["repeat_index"]
-                if repeatIndex > 0 { run.set("repeat", repeatIndex) }
-                run.set("outcome", row["outcome"] as String)
-                run.set("stop_reason", row["stop_reason"] as String?)
-                run.set("steps", row["steps"] as Int?)
-                run.set("tokens", row["tokens"] as Int?)
-                run.set("error", row["error"] as String?)
-                run.set("failures", (try? JSONParser.parse(Array((row["failures"] as String).utf8))) ?? .array([]))
-                runsByCase[row["case_id"], default: []].append(run.json)
+                runsByCase[row["case_id"], default: []].append(Self.reportRun(row))
             }
             var cases: [JSONValue] = []
             for row in try db.rows(
@@ -440,21 +498,8 @@ extension Catalog {
                 WHERE suite_run_id = ? ORDER BY \(db.dialect.nullsFirst("file")), case_id
                 """, [id])
             {
-                let caseId: String = row["case_id"]
-                var entry = ObjectBuilder()
-                entry.set("case_id", caseId)
-                entry.set("file", row["file"] as String?)
-                entry.set("source", row["source"] as String)
-                entry.set("outcome", row["outcome"] as String)
-                entry.set("pass_rate", row["pass_rate"] as Double)
-                entry.set("stability", row["stability"] as String)
-                if let status = row["baseline_status"] as String? {
-                    var baseline = ObjectBuilder()
-                    baseline.set("status", status)
-                    entry.set("baseline", baseline.json)
-                }
-                entry.set("error", row["error"] as String?)
-                entry.set("runs", JSONValue.array(runsByCase[caseId] ?? []))
+                var entry = Self.reportCase(row)
+                entry.set("runs", JSONValue.array(runsByCase[row["case_id"]] ?? []))
                 cases.append(entry.json)
             }
             var summary = ObjectBuilder()
@@ -466,8 +511,44 @@ extension Catalog {
             document.set("suite_run_id", id)
             document.set("summary", summary.json)
             document.set("cases", JSONValue.array(cases))
-            return (id, document.json)
+            return document.json
         }
+    }
+
+    /// A case's entry in a results document made from the catalog, from its `case_results` row
+    /// (`case_id, file, source, outcome, pass_rate, stability, baseline_status, error`), without
+    /// its runs.
+    private static func reportCase(_ row: SQLRow) -> ObjectBuilder {
+        var entry = ObjectBuilder()
+        entry.set("case_id", row["case_id"] as String)
+        entry.set("file", row["file"] as String?)
+        entry.set("source", row["source"] as String)
+        entry.set("outcome", row["outcome"] as String)
+        entry.set("pass_rate", row["pass_rate"] as Double)
+        entry.set("stability", row["stability"] as String)
+        if let status = row["baseline_status"] as String? {
+            var baseline = ObjectBuilder()
+            baseline.set("status", status)
+            entry.set("baseline", baseline.json)
+        }
+        entry.set("error", row["error"] as String?)
+        return entry
+    }
+
+    /// A run in a results document made from the catalog, from its `eval_results` row
+    /// (`log_path, repeat_index, outcome, stop_reason, steps, tokens, error, failures`).
+    private static func reportRun(_ row: SQLRow) -> JSONValue {
+        var run = ObjectBuilder()
+        run.set("log", row["log_path"] as String)
+        let repeatIndex: Int = row["repeat_index"]
+        if repeatIndex > 0 { run.set("repeat", repeatIndex) }
+        run.set("outcome", row["outcome"] as String)
+        run.set("stop_reason", row["stop_reason"] as String?)
+        run.set("steps", row["steps"] as Int?)
+        run.set("tokens", row["tokens"] as Int?)
+        run.set("error", row["error"] as String?)
+        run.set("failures", (try? JSONParser.parse(Array((row["failures"] as String).utf8))) ?? .array([]))
+        return run.json
     }
 }
 

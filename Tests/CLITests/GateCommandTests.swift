@@ -187,7 +187,7 @@ struct GateCommandTests {
             let comment = try await agentEval(
                 ["results", "comment", "head.json", "--base-branch", "main"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
             #expect(comment.status == 0, "\(comment.stderr)")
-            #expect(comment.stderr.contains("base: suite run #"), "\(comment.stderr)")
+            #expect(comment.stderr.contains("base: each case's newest result on main (2 cases, from suite run #"), "\(comment.stderr)")
             let newlyFailing = "#### Newly failing (1)\nThe gate passed them on the base branch, or they are new.\n\n- **`bad`** (fail)"
             #expect(comment.stdoutText.contains(newlyFailing))
             let none = try await agentEval(
@@ -200,6 +200,13 @@ struct GateCommandTests {
                 let other = try await agentEval(["run", "cases", "--filter", "ok"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
                 #expect(other.status == 0, "\(other.stdoutText)")
             }
+            // The comment's base is per case too: bad's newest result on main is its pass, not missing
+            // (missing, it would be new). Once bad fails on main, and the other case runs alone
+            // after, bad is still failing, not newly.
+            let perCase = try await agentEval(
+                ["results", "comment", "head.json", "--base-branch", "main"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
+            #expect(perCase.stdoutText.contains(newlyFailing), "\(perCase.stdoutText)")
+            #expect(perCase.stderr.contains("(2 cases, from suite runs #"), "\(perCase.stderr)")
             // The gate against the catalog's history on main, in place of a baseline directory.
             let gated = try await agentEval(
                 ["run", "cases", "--baseline-branch", "main", "--baseline-runs", "1", "--fail-on", "regression"], in: root,
@@ -211,6 +218,14 @@ struct GateCommandTests {
             let nowhere = try await agentEval(
                 ["run", "cases", "--baseline-branch", "release"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
             #expect(nowhere.status == 2 && nowhere.stderr.contains("no suite run on branch release"), "\(nowhere.stderr)")
+
+            _ = try await agentEval(["run", "cases"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
+            #expect(
+                try await agentEval(["run", "cases", "--filter", "ok"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog]).status == 0)
+            let known = try await agentEval(
+                ["results", "comment", "head.json", "--base-branch", "main"], in: root, environment: ["AGENT_EVAL_CATALOG": catalog])
+            #expect(known.stdoutText.contains("#### Still failing (1)"), "\(known.stdoutText)")
+            #expect(!known.stdoutText.contains("Newly failing"), "\(known.stdoutText)")
         }
     }
 }

@@ -108,6 +108,7 @@ struct PostgresCatalogTests {
                 let both = EvalReport(results: await EvalRunner(options: EvalOptions(jobs: 1)).run(cases))
                 let often = EvalReport(results: await EvalRunner(options: EvalOptions(jobs: 1)).run(cases.filter { $0.id == "often" }))
                 var answers: [[String: Baseline]] = []
+                var commentBases: [JSONValue] = []
                 for catalog in [try Catalog(path: directory.path("catalog.sqlite")), try Catalog(path: server.url)] {
                     // Both cases once, then the one case alone twice (a --filter, a shard).
                     for (index, report) in [both, often, often].enumerated() {
@@ -121,8 +122,16 @@ struct PostgresCatalogTests {
                     #expect(baselines.keys.sorted() == ["often", "once"])
                     #expect(baselines["once"]?.passed == true && baselines["once"]?.counts.attempts == 1)
                     answers.append(baselines)
+                    // A pull request comment's base, per case too: once's result from the first suite run.
+                    let base = try #require(try catalog.latestCaseReport(branch: "main"))
+                    #expect(base.suiteRunIds.count == 2)
+                    #expect(base.report["cases"]?.arrayValue?.compactMap { $0["case_id"]?.stringValue } == ["often", "once"])
+                    #expect(base.report["summary"]?["cases"] == 2)
+                    #expect(try catalog.latestCaseReport(branch: "release") == nil)
+                    commentBases.append(base.report)
                 }
                 #expect(answers[0] == answers[1], "SQLite and PostgreSQL agree")
+                #expect(commentBases[0] == commentBases[1], "SQLite and PostgreSQL agree on the comment's base")
             }
         }
     }

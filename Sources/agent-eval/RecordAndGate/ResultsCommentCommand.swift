@@ -12,8 +12,8 @@ struct ResultsCommentCommand: ParsableCommand {
         abstract: "Write the Markdown comment for a pull request from the head run's report (and the base branch's).",
         discussion: """
             Reads the head branch's results document (`agent-eval run --json-out FILE`, or a merged one) and, with \
-            --base, the base branch's (or, with --base-branch, the newest suite run the catalog recorded on that \
-            branch), and writes a comment: the verdict in one line (the one the head run's exit \
+            --base, the base branch's (or, with --base-branch, each case's newest result the catalog recorded on \
+            that branch: a suite run of some cases, a --filter or a shard, hides none of the others), and writes a comment: the verdict in one line (the one the head run's exit \
             status was decided with), then regressions with the failing step and the `look:` command, cases newly \
             failing or newly flaky against the base, cases still failing, cases that could not run, fixed ones, \
             quarantined ones (those ending within a week flagged), tokens and agent time against the base, and a link \
@@ -37,7 +37,8 @@ struct ResultsCommentCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Or: the base is the newest suite run the catalog recorded on this branch (what the catalog keeps of it).", valueName: "branch"
+            "Or: the base is each case's newest result the catalog recorded on this branch (what the catalog keeps of it).",
+            valueName: "branch"
         ))
     var baseBranch: String?
 
@@ -72,14 +73,18 @@ struct ResultsCommentCommand: ParsableCommand {
         if let baseBranch {
             let catalog = try self.catalog.open(readOnly: true)
             do {
-                guard let found = try catalog.latestSuiteReport(branch: baseBranch) else {
+                guard let found = try catalog.latestCaseReport(branch: baseBranch) else {
                     throw diagnose(
                         CommandError(
                             "no_base_run", "the catalog \(displayPath(self.catalog.path)) has no suite run on branch \(baseBranch)",
                             hint: "record one: run the cases on \(baseBranch) with the catalog (the default), or give --base FILE"))
                 }
                 baseReport = found.report
-                printError("base: suite run #\(found.suiteRunId) on \(baseBranch)")
+                let runs = found.suiteRunIds
+                let cases = found.report["cases"]?.arrayValue?.count ?? 0
+                printError(
+                    "base: each case's newest result on \(baseBranch) (\(cases == 1 ? "1 case" : "\(cases) cases"), from suite run"
+                        + (runs.count == 1 ? " #\(runs[0])" : "s " + runs.map { "#\($0)" }.joined(separator: ", ")) + ")")
             } catch {
                 throw diagnose(error)
             }
