@@ -48,6 +48,7 @@ struct EvidenceMatrixTests {
         case baselineWithoutCases = "a baseline folder with none of the cases"
         case baselineUnknownOutcome = "a baseline with an outcome word not known"
         case baselineBadCounts = "a baseline whose counts no run gives (a pass rate of 1e300)"
+        case baselineConflict = "a baseline left with a merge conflict's markers"
         case cassetteMissing = "cassette missing"
         case cassetteStale = "cassette stale"
         case caseTypo = "misspelt tool in the case"
@@ -101,6 +102,7 @@ struct EvidenceMatrixTests {
         Cell(kind: .recorded, fault: .baselineWithoutCases, status: 2),
         Cell(kind: .recorded, fault: .baselineUnknownOutcome, status: 2),
         Cell(kind: .recorded, fault: .baselineBadCounts, status: 2),
+        Cell(kind: .recorded, fault: .baselineConflict, status: 2),
         Cell(kind: .recorded, fault: .caseTypo, status: 2),
         Cell(kind: .recorded, fault: .policyFileTypo, status: 2),
         Cell(kind: .recorded, fault: .tornLog, status: 2),
@@ -350,6 +352,21 @@ struct EvidenceMatrixTests {
                 return Setup(
                     arguments: run + ["--fail-on", "regression", "--baseline", "baseline"],
                     says: ["baseline holds none of the selected case", "--allow-no-baseline"])
+            case .baselineConflict:
+                // Two branches each added to the baseline, and the merge left both sides in: the
+                // error names the line, where an editor finds the markers.
+                let wrote = try await agentEval(run + ["--update-baseline", "--baseline", "baseline"], in: directory.url)
+                #expect(wrote.status == 0, "\(wrote.stdoutText)\(wrote.stderr)")
+                let path = directory.path("baseline/recorded-case.json")
+                var lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+                lines.insert(contentsOf: ["<<<<<<< HEAD", "  \"runs\": 2,", "=======", ">>>>>>> other"], at: 3)
+                try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+                return Setup(
+                    arguments: run + ["--fail-on", "regression", "--baseline", "baseline"],
+                    says: [
+                        "baseline/recorded-case.json is not a readable baseline", "--> baseline/recorded-case.json:4:1",
+                        "--replace-baseline",
+                    ])
             case .baselineUnknownOutcome, .baselineBadCounts:
                 // A baseline written from a passing run, then hand-edited: its outcome to a word no
                 // version writes, or its rate to a number no run gives (and its passes dropped, as

@@ -304,7 +304,8 @@ func commandHint(for diagnostic: any Diagnostic) -> String? {
     case "catalog.timed_out":
         return "narrow the statement (a WHERE on an indexed column, a LIMIT), or give it longer with --timeout SECONDS (0: no limit)"
     case "eval.unreadable_baseline":
-        return "write it again with `agent-eval run … --update-baseline`"
+        // `--update-baseline` reads the file it adds to, so only starting over writes past it.
+        return "mend the file, or write it again from a run you trust with `agent-eval run … --update-baseline --replace-baseline`"
     default:
         // A wrapper with nothing of its own to say (an export that could not read its log)
         // gives the hint of what it wraps, when the library's own hint is not there.
