@@ -112,6 +112,13 @@ struct PipelineCrashTests {
             try await Self.killWhen(["pipeline", "run", "retried.yaml", "--out", "runs", "--run-id", "r"], in: directory) {
                 (try? PipelineReplay(log: retried + "/pipeline.jsonl.gz").state.tasks.first?.attempts.isEmpty == false) ?? false
             }
+            // From another directory, the file the run started with (retried.yaml, relative) is not
+            // there: the error says where it was relative to, and what to give.
+            let elsewhere = try await agentEval(["pipeline", "resume", retried, "--wait"], in: URL(fileURLWithPath: "/"))
+            #expect(elsewhere.status == 2, "\(elsewhere.stdoutText)\(elsewhere.stderr)")
+            #expect(
+                elsewhere.stderr.contains("the pipeline run started with retried.yaml, relative to the directory it was started in")
+                    && elsewhere.stderr.contains("--file"), "\(elsewhere.stderr)")
             let again = try await agentEval(["pipeline", "resume", retried, "--wait"], in: directory.url)
             #expect(again.status == 0, "\(again.stdoutText)\(again.stderr)")
             let retriedState = try PipelineReplay(log: retried + "/pipeline.jsonl.gz").state

@@ -78,13 +78,26 @@ struct PipelineRunOptions: ParsableArguments {
         let interrupted: Int32?
         do {
             let run = try PipelineTarget(target)
-            let runner = PipelineRunner(definition: try loadPipeline(try file ?? run.started().file, models: models, printWarnings: false))
+            let runner = PipelineRunner(
+                definition: try loadPipeline(try file ?? Self.startedFile(of: run), models: models, printWarnings: false))
             let (jobs, observer, log) = (self.jobs, self.observer, run.log)
             (outcome, interrupted) = try await withInterruption { try await body(runner, log, jobs, observer) }
         } catch {
             throw diagnose(error)
         }
         try finish(outcome, interrupted: interrupted)
+    }
+
+    /// The pipeline file the run started with, as it was given then. A relative one was relative
+    /// to the directory the run started in, which the log does not keep: when it is not found
+    /// from here, the error says so and how to go on.
+    static func startedFile(of run: PipelineTarget) throws -> String {
+        let file = try run.started().file
+        guard !file.hasPrefix("/"), !FileManager.default.fileExists(atPath: file) else { return file }
+        throw CommandError(
+            "pipeline_file_not_found",
+            "the pipeline run started with \(file), relative to the directory it was started in, and there is no such file here",
+            hint: "go on from that directory, or give the pipeline file with --file (the same bytes: the run's digest is checked)")
     }
 
     /// Prints the outcome and exits: 0 succeeded, 1 failed or paused, 128 + signal when interrupted.
