@@ -191,6 +191,44 @@ struct CommandConversationTests {
         }
     }
 
+    @Test(
+        "a program that rewrites what the user says before its model sees it leaves its answers unplaced: the conversation could not run, never a pass"
+    )
+    func rewrittenTurnCouldNotRun() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            // Each line the user says, upper-cased before the model sees it: no request holds the
+            // user's own words of turn 2.
+            try """
+            import openai, sys
+            client = openai.OpenAI(max_retries=0)
+            messages = []
+            for line in sys.stdin:
+                messages.append({"role": "user", "content": line.strip().upper()})
+                reply = client.chat.completions.create(model="gpt-test", messages=messages)
+                messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+                print(reply.choices[0].message.content, flush=True)
+            """.write(toFile: directory.path("shouting.py"), atomically: true, encoding: .utf8)
+            try """
+            caseId: chat
+            command: ["\(try await RecordCommandTests.python())", "shouting.py"]
+            upstream: {openai: "\(server.baseURL("support-chat"))"}
+            timeout: 10
+            \(Self.scriptedUser)
+            expected:
+              communicate: ["order number"]
+
+            """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(
+                ["run", "case.yaml", "--no-catalog", "--out", "runs"], in: directory.url, environment: Self.environment)
+            #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stdoutText.contains("none of which holds its text"), "\(result.stdoutText)")
+            let state = try RecordCommandTests.state(directory.path("runs/chat-1.jsonl.gz"))
+            #expect(state.stop?.isSimulatorFault == true, "\(String(describing: state.stop))")
+        }
+    }
+
     /// A user whose model never answers: it opens, then is asked for turn 2 for ever.
     static func hangingUser(_ server: LocalModelServer) -> String {
         """

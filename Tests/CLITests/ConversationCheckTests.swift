@@ -43,6 +43,39 @@ struct ConversationCheckTests {
         }
     }
 
+    @Test("a turn whose model replies were none of them a decision was never answered: its checks fail, never pass on nothing")
+    func turnOfInvalidRepliesIsNotChecked() async throws {
+        try await TemporaryDirectory.with { directory in
+            // The bundled conversation's agent, its model's reply to the order number no decision.
+            let fixture = repositoryRoot.appendingPathComponent("Fixtures/agents/support-chat").path
+            try FileManager.default.createDirectory(atPath: directory.path("agent"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: fixture + "/agent.yaml", toPath: directory.path("agent/agent.yaml"))
+            let script = try String(contentsOfFile: fixture + "/chat.model.yaml", encoding: .utf8)
+            let broken = script.replacingOccurrences(
+                of: "reply: {tool_calls: [{name: lookup_order, arguments: {order_id: A-1042}}]", with: "reply: {raw: \"let me think\"")
+            #expect(broken != script)
+            try broken.write(toFile: directory.path("agent/chat.model.yaml"), atomically: true, encoding: .utf8)
+            let result = try await Self.runCase(
+                """
+                caseId: never-answered
+                agent: \(directory.path("agent/agent.yaml"))
+                user:
+                  opening: hi, my order arrived broken
+                  script:
+                    - after: {agentSaid: "order number"}
+                      say: It's A-1042.
+                    - say: bye
+                      end: user_stop
+                expected:
+                  turns:
+                    2: {toolsNotCalled: [refund_order], maxToolCalls: 0}
+
+                """, in: directory)
+            #expect(result.status == 1, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stdoutText.contains("3 model replies in turn 2 was rejected as a decision"), "\(result.stdoutText)")
+        }
+    }
+
     @Test("a log whose user turns repeat a number cannot be checked (an anomaly), never a turn check that saw only the first of two")
     func turnsOutOfOrder() async throws {
         try await TemporaryDirectory.with { directory in

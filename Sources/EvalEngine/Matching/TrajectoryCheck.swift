@@ -441,16 +441,21 @@ public enum TrajectoryCheck {
                 continue
             }
             // A turn the agent never answered (the user's closing words, a run that stopped on
-            // it) holds nothing its checks could see: no check of it passes on nothing.
-            guard !slice.decisions.isEmpty else {
+            // it, model replies that were none of them a decision) holds nothing its checks could
+            // see: no check of it passes on nothing.
+            guard slice.decisions.contains(where: { if case .valid = $0.outcome { true } else { false } }) else {
                 let record = slice.userTurns.first
+                let actual =
+                    record?.turn.ends != nil
+                    ? "turn \(turn) ended the conversation (\(describeStop(run.state))): the agent never answered it"
+                    : slice.decisions.isEmpty
+                        ? "the agent never answered turn \(turn) (\(describeStop(run.state)))"
+                        : "every one of the agent's \(counted(slice.decisions.count, "model reply", plural: "model replies")) in turn \(turn) was rejected as a "
+                            + "decision (\(describeStop(run.state)))"
                 out.failures.append(
                     ExpectationFailure(
                         expectation: "turns.\(turn)", expected: "the agent answers user turn \(turn), for its checks to look at",
-                        actual: record?.turn.ends != nil
-                            ? "turn \(turn) ended the conversation (\(describeStop(run.state))): the agent never answered it"
-                            : "the agent never answered turn \(turn) (\(describeStop(run.state)))",
-                        step: record?.step ?? run.lastStep))
+                        actual: actual, step: record?.step ?? run.lastStep))
                 continue
             }
             let found = check(inTurn, against: slice, auditedBy: run.policy)

@@ -124,7 +124,7 @@ struct Evidence {
             let what =
                 state.decisions.isEmpty
                 ? "no model decision was recorded"
-                : "every one of the \(counted(state.decisions.count, "model reply")) was rejected as a decision"
+                : "every one of the \(counted(state.decisions.count, "model reply", plural: "model replies")) was rejected as a decision"
             evidence.gaps.append(
                 ExpectationFailure(
                     expectation: expectationName, expected: "a run in which the agent's model answered at least once",

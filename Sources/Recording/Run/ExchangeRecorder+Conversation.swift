@@ -17,6 +17,10 @@ struct UserTalk {
     /// run it did not end by itself. A program that exits at once after its answer,
     /// never reading the turn, leaves no trace of it: the log is the same however fast the user was.
     var pending: (turn: UserTurn, atUs: Int)?
+    /// Model requests the program made since it was given `pending` that do not hold its text:
+    /// a program that ends with the turn still pending after some (one that rewrites what the
+    /// user says) leaves its answers to the turn unplaced (`unseenTurnStop`).
+    var requestsPastPending = 0
     /// What the user said in them: a model conversation that opens with one of them is the
     /// agent's talk with the user (a program that starts a new chat per turn), not a sub-agent's.
     var saidTexts: Set<String> = []
@@ -103,6 +107,7 @@ extension ExchangeRecorder {
             state.talk.saidTexts.insert(said.text)
             if said.ends == nil {
                 state.talk.pending = (said, now())
+                state.talk.requestsPastPending = 0
             } else {
                 let recorder = try recorder(for: nil, state: &state, atUs: now())
                 recorder.timeUs = now()
@@ -117,6 +122,7 @@ extension ExchangeRecorder {
     func recordPendingTurn(recorder: RunRecorder, state: inout State) throws {
         guard let pending = state.talk.pending else { return }
         state.talk.pending = nil
+        state.talk.requestsPastPending = 0
         try recorder.record(.userTurn(pending.turn), at: pending.atUs)
     }
 
@@ -126,6 +132,7 @@ extension ExchangeRecorder {
         state.withLock { state in
             guard state.talk.pending != nil else { return }
             state.talk.pending = nil
+            state.talk.requestsPastPending = 0
             state.talk.turnsSaid -= 1
         }
     }
@@ -212,6 +219,24 @@ extension ExchangeRecorder {
         return RunStopped(
             reason: .agentStop, answer: answer,
             error: "the agent ended the conversation: the program exited after answering user turn \(recorded)")
+    }
+
+    /// A conversation whose program was given a user turn and then asked its model, without the
+    /// turn's text in any request, until it ended: which of its answers replies to the user
+    /// cannot be told (they did not count, so the user was never asked again), and the run shows
+    /// the recorder's blind spot, not the agent — a fault of the conversation (could not run),
+    /// never the agent's stop. Nil otherwise.
+    func unseenTurnStop(state: borrowing State) -> RunStopped? {
+        guard state.talk.isConversation, !state.talk.isInterrupted, let pending = state.talk.pending,
+            state.talk.requestsPastPending > 0
+        else { return nil }
+        let excerpt = pending.turn.text.count > 80 ? String(pending.turn.text.prefix(80)) + "…" : pending.turn.text
+        return RunStopped(
+            reason: .blocked, answer: state.recorder?.state.agentMessages.last,
+            error: "\(RunStopped.simulatorFaultPrefix) the program was given user turn \(pending.turn.turn) (\"\(excerpt)\") and then made "
+                + "\(counted(state.talk.requestsPastPending, "model request")) none of which holds its text, until it ended: its "
+                + "answers to the user could not be told apart, so the user was not asked again (a program that rewrites what the "
+                + "user says before its model sees it — translated, its case changed — cannot be recorded as a conversation)")
     }
 
     /// The program ended the conversation by itself: it exited with status 0, its model's last

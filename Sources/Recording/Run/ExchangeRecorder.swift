@@ -261,11 +261,15 @@ public final class ExchangeRecorder: Sendable {
         let refused: StopCause? = state.withLock { state in
             // The user's turn the program was given comes first in the step of the request it
             // makes on it: recorded (durably) before the model is asked, however long that takes.
-            if let recorder = state.recorder, let pending = state.talk.pending, Self.carries(body, text: pending.turn.text) {
-                do {
-                    try recordPendingTurn(recorder: recorder, state: &state)
-                } catch {
-                    if state.writeError == nil { state.writeError = "\(error)" }
+            if let pending = state.talk.pending {
+                if !Self.carries(body, text: pending.turn.text) {
+                    state.talk.requestsPastPending += 1
+                } else if let recorder = state.recorder {
+                    do {
+                        try recordPendingTurn(recorder: recorder, state: &state)
+                    } catch {
+                        if state.writeError == nil { state.writeError = "\(error)" }
+                    }
                 }
             }
             // The request's header values reach no event from here on, wherever the upstream
@@ -690,6 +694,7 @@ public final class ExchangeRecorder: Sendable {
     }
 
     private func stopped(_ ending: Ending, stderrTail: String, state: borrowing State) -> RunStopped {
+        if let stop = unseenTurnStop(state: state) { return stop }
         if state.stopCause == nil, let stop = conversationStop(ending, state: state) { return stop }
         switch state.stopCause {
         case .maxRequests(let max)?:
