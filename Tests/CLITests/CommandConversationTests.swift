@@ -229,6 +229,45 @@ struct CommandConversationTests {
         }
     }
 
+    @Test("an answer in a side conversation (a note for the back office) was not said to the user: marked aside, no check or user reads it")
+    func sideConversationIsAside() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            // The raw SDK loop, which after each answer asks its model for a back-office note in a
+            // chat of its own; the model answers that with its question for the order number.
+            let loop = try String(
+                contentsOf: ExampleRuns.fixtures.appendingPathComponent("external/raw_sdk_chat.py"), encoding: .utf8)
+            let printed = "                print(message.content, flush=True)\n"
+            let noting = loop.replacingOccurrences(
+                of: printed,
+                with: printed + """
+                                    client.chat.completions.create(model="gpt-test", messages=[
+                                        {"role": "system", "content": "You write notes for the back office."},
+                                        {"role": "user", "content": "Write the note on the conversation so far."}])
+
+                    """)
+            #expect(noting != loop)
+            try noting.write(toFile: directory.path("noting.py"), atomically: true, encoding: .utf8)
+            try Self.writeCase(
+                directory, command: [try await RecordCommandTests.python(), "noting.py"], agentBase: server.baseURL("support-chat"),
+                user: Self.scriptedUser)
+            let result = try await agentEval(
+                ["run", "case.yaml", "--no-catalog", "--out", "runs"], in: directory.url, environment: Self.environment)
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            let state = try RecordCommandTests.state(directory.path("runs/chat-1.jsonl.gz"))
+            #expect(state.decisions.count { $0.isAside } >= 2, "\(state.decisions.map(\.isAside))")
+            #expect(
+                state.agentMessages == [
+                    "I'm sorry to hear that! What is your order number?",
+                    "I found order A-1042, an espresso mug set, 49.99 EUR. Shall I refund it in full?",
+                    "Done: a refund of 49.99 EUR for order A-1042 is on its way.",
+                ], "\(state.agentMessages)")
+            #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "It's A-1042.", "yes, please", "great, thanks!"])
+            #expect(state.stop?.reason == .userStop)
+        }
+    }
+
     /// A user whose model never answers: it opens, then is asked for turn 2 for ever.
     static func hangingUser(_ server: LocalModelServer) -> String {
         """

@@ -423,12 +423,17 @@ public final class ExchangeRecorder: Sendable {
         state.failures.removeAll(where: isCarried)
         for case let partial? in carried.map(\.partial) { _ = try store(partial, recorder: recorder, state: &state) }
         let attempts = carried.map(\.attempt)
+        // In a conversation with a simulated user, only the agent's talk with the user (the first
+        // model conversation, or one that opens with what the user said) speaks to the user: a
+        // side conversation's answer (a summary, a classifier) is marked aside, so no check or
+        // user reads it as said to the user.
+        let isUserTalk = number == 1 || state.talk.saidTexts.contains(conversation.goal)
         try recorder.record(
             .decisionMade(
                 DecisionMade(
                     raw: JSONWriter.encodeString(raw), format: outcome.reply.format.rawValue, outcome: decision, usage: outcome.reply.usage,
                     latencyUs: max(0, endUs - exchange.startUs), timeToFirstTokenUs: outcome.reply.isStream ? outcome.firstContentUs : nil,
-                    attempts: attempts)))
+                    attempts: attempts, isAside: state.talk.isConversation && !isUserTalk)))
         for call in calls {
             // A proxied tool's call is judged, and its intent recorded, by the proxy when the
             // agent makes it.
@@ -443,8 +448,7 @@ public final class ExchangeRecorder: Sendable {
             state.spans.exchangeStarts.removeFirst(state.spans.exchangeStarts.count / 2)
         }
         matchWaitingModelSpans(state: &state)
-        if state.talk.isConversation, case .valid(.answer) = decision,
-            number == 1 || state.talk.saidTexts.contains(conversation.goal),
+        if state.talk.isConversation, case .valid(.answer) = decision, isUserTalk,
             state.talk.answers < state.talk.turnsSaid - (state.talk.pending == nil ? 0 : 1)
         {
             // The agent answered the user's latest recorded turn: its turn is over, and the user

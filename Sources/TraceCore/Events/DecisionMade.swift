@@ -254,11 +254,16 @@ public struct DecisionMade: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var costUSD: Double?
     /// Requests before the one that answered, which failed and were retried; oldest first.
     public var attempts: [ModelAttempt]
+    /// A recorded program's conversation with a simulated user: the reply came in a model
+    /// conversation that is not the agent's talk with the user (a summary, a classifier, a
+    /// sub-agent it did not hand the user's words), so an answer in it was not said to the user.
+    public var isAside = false
 
     public init(
         raw: String, format: String? = nil, outcome: Outcome, usage: TokenUsage? = nil, latencyUs: Int? = nil,
-        timeToFirstTokenUs: Int? = nil, costUSD: Double? = nil, attempts: [ModelAttempt] = []
+        timeToFirstTokenUs: Int? = nil, costUSD: Double? = nil, attempts: [ModelAttempt] = [], isAside: Bool = false
     ) {
+        self.isAside = isAside
         self.raw = raw
         self.format = format
         self.outcome = outcome
@@ -285,8 +290,10 @@ public struct DecisionMade: JSONRepresentable, JSONObjectEncodable, Hashable {
         var timeToFirstTokenUs: Int?
         var costUSD: Double?
         var attempts: [ModelAttempt]?
+        var isAside: Bool?
         try scanner.readObject { scanner, key in
             switch key {
+            case "aside": isAside = try scanner.readOptional()
             case "raw": raw = try scanner.read()
             case "format": format = try scanner.readOptional()
             case "decision": decision = try scanner.readOptional()
@@ -312,9 +319,11 @@ public struct DecisionMade: JSONRepresentable, JSONObjectEncodable, Hashable {
         self.timeToFirstTokenUs = timeToFirstTokenUs
         self.costUSD = costUSD
         self.attempts = attempts ?? []
+        self.isAside = isAside ?? false
     }
 
     public func members(into object: inout some JSONMemberSink) {
+        if isAside { object.set("aside", true) }
         if !attempts.isEmpty { object.set("attempts", attempts) }
         object.set("cost_usd", costUSD)
         if case .valid(let decision) = outcome { object.set("decision", decision) }

@@ -23,7 +23,7 @@ public struct DialogueLine: Sendable, Hashable {
 extension RunState {
     /// The conversation as its two sides saw it, in order: each user turn (for a run that is no
     /// conversation, its goal as the one user line) and each answer or question the agent
-    /// gave the user (`answer` and `ask_human` decisions). Tool calls are not lines: they belong
+    /// gave the user (`answer` and `ask_human` decisions, but those aside: `isAside`). Tool calls are not lines: they belong
     /// to the turn whose step range holds them (`turn(ofStep:)`).
     public var dialogue: [DialogueLine] {
         var lines: [DialogueLine] = []
@@ -43,7 +43,7 @@ extension RunState {
                 nextTurn = turns.next()
             }
             switch decision.outcome {
-            case .valid(.answer(let text)), .valid(.askHuman(let text)):
+            case .valid(.answer(let text)) where !decision.isAside, .valid(.askHuman(let text)) where !decision.isAside:
                 lines.append(DialogueLine(speaker: .agent, text: text, step: decision.step, turn: turn))
             default:
                 break

@@ -90,6 +90,8 @@ struct PlainLists: StateListEncoder {
 
 extension DecisionRecord: JSONObjectEncodable {
     public func members(into object: inout some JSONMemberSink) {
+        // Only a decision aside has the member: every other state (and digest) is as before.
+        if isAside { object.set("aside", true) }
         if case .valid(let decision) = outcome { object.set("decision", decision) }
         if case .invalid(let invalid) = outcome { object.set("invalid", invalid) }
         object.set("seq", sequence)

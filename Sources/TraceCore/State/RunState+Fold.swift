@@ -42,7 +42,7 @@ extension RunState {
         case .decisionMade(let made):
             if case .invalid = made.outcome { state.counters.invalidDecisions += 1 }
             state.decisions.append(
-                DecisionRecord(step: event.step, sequence: event.sequence, outcome: made.outcome, usage: made.usage))
+                DecisionRecord(step: event.step, sequence: event.sequence, outcome: made.outcome, usage: made.usage, isAside: made.isAside))
             state.usage.modelCalls += 1
             if let usage = made.usage {
                 // Each count is at most 2^53 − 1; their totals, over enough decisions, may not be:

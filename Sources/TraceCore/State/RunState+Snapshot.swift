@@ -74,8 +74,10 @@ extension DecisionRecord: JSONRepresentable {
         var sequence: Int?
         var outcome: DecisionMade.Outcome?
         var usage: TokenUsage?
+        var isAside: Bool?
         try scanner.readObject { scanner, key in
             switch key {
+            case "aside": isAside = try scanner.readOptional()
             case "step": step = try scanner.read()
             case "seq": sequence = try scanner.read()
             case "decision": outcome = .valid(try scanner.read())
@@ -86,7 +88,7 @@ extension DecisionRecord: JSONRepresentable {
         }
         self.init(
             step: try required(step, "step"), sequence: try required(sequence, "seq"), outcome: try required(outcome, "decision"),
-            usage: usage)
+            usage: usage, isAside: isAside ?? false)
     }
 }
 

@@ -78,12 +78,15 @@ public struct DecisionRecord: Sendable, Hashable {
     public var sequence: Int
     public var outcome: DecisionMade.Outcome
     public var usage: TokenUsage?
+    /// The decision's `aside` (`DecisionMade.isAside`): not part of the talk with the user.
+    public var isAside: Bool
 
-    public init(step: Int, sequence: Int, outcome: DecisionMade.Outcome, usage: TokenUsage?) {
+    public init(step: Int, sequence: Int, outcome: DecisionMade.Outcome, usage: TokenUsage?, isAside: Bool = false) {
         self.step = step
         self.sequence = sequence
         self.outcome = outcome
         self.usage = usage
+        self.isAside = isAside
     }
 }
 
