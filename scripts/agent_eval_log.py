@@ -230,6 +230,9 @@ class RunState:
             self.last_token_estimate = data["token_estimate"]
         elif kind == "decision_made":
             record = {"step": step, "seq": seq}
+            # A side conversation's reply (a recorded program's), in the state only when true.
+            if data.get("aside") is True:
+                record["aside"] = True
             if data.get("decision") is not None:
                 record["decision"] = _pick(data["decision"], _DECISION)
             else:

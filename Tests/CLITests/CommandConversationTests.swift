@@ -257,6 +257,16 @@ struct CommandConversationTests {
             #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
             let state = try RecordCommandTests.state(directory.path("runs/chat-1.jsonl.gz"))
             #expect(state.decisions.count { $0.isAside } >= 2, "\(state.decisions.map(\.isAside))")
+            // The reference reader in Python folds `aside` into the state as the digests say.
+            let reference = try await Subprocess.run(
+                "/usr/bin/env",
+                [
+                    "python3", repositoryRoot.appendingPathComponent("scripts/agent_eval_log.py").path, "verify",
+                    directory.path("runs/chat-1.jsonl.gz"),
+                ])
+            #expect(
+                reference.status == 0 && reference.stdoutText.contains(#""digest_mismatches":[]"#),
+                "\(reference.stdoutText)\(reference.stderr)")
             #expect(
                 state.agentMessages == [
                     "I'm sorry to hear that! What is your order number?",
