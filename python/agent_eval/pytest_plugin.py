@@ -39,6 +39,9 @@ CASE_SUFFIXES = (".yaml", ".yml", ".json")
 # or not): every file the engine may take for a case file has one, so only these are asked about;
 # the binary then says which are case files (`check --json`), by the engine's own rule.
 CASE_KEY = re.compile(r"(?:^|[\s{,?\-\ufeff])[\"']?(?:caseId|expected)[\"']?[ \t]*:", re.MULTILINE)
+# What that look cannot read, so the binary is asked: an escape in a double-quoted scalar (a key
+# may be spelt `"case\u0049d"`) or an explicit key (`? caseId`, its `:` on the next line).
+UNREADABLE_KEYS = re.compile(r"\"[^\"\n]*\\|^[ \t\-]*\?(?:[ \t]|$)", re.MULTILINE)
 
 
 def pytest_addoption(parser):
@@ -211,7 +214,7 @@ def may_be_case_file(suffix, text):
             return "caseId" in text or "expected" in text
         entries = value if isinstance(value, list) else [value]
         return any(isinstance(entry, dict) and ("caseId" in entry or "expected" in entry) for entry in entries)
-    return CASE_KEY.search(text) is not None
+    return CASE_KEY.search(text) is not None or UNREADABLE_KEYS.search(text) is not None
 
 
 class Suite:

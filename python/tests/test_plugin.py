@@ -362,14 +362,18 @@ def test_every_case_file_the_engine_runs_is_collected_and_no_other(pytester):
     pytester.makefile(".yaml", indented="  - caseId: indented\n    logs: %s\n    expected: {toolsCalled: [lookup_order]}\n" % SAMPLE)
     (pytester.path / "marked.yaml").write_bytes(
         b"\xef\xbb\xbfcaseId: marked\nlogs: " + SAMPLE.encode() + b"\nexpected: {toolsCalled: [lookup_order]}\n")
+    # Keys spelt with YAML's escapes, and explicit keys: case files all the same.
+    pytester.makefile(".yaml", escaped='"case\\u0049d": escaped-key\nlogs: %s\n"expect\\x65d": {toolsNotCalled: [lookup_order]}\n' % SAMPLE)
+    pytester.makefile(".yaml", explicit="? caseId\n: explicit-key\nlogs: %s\n? expected\n: {toolsCalled: [lookup_order]}\n" % SAMPLE)
     pytester.makefile(".yaml", settings="service:\n  retries: 3\n  expected: 200\n")
     result = pytester.runpytest(*PLUGIN, "-v")
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=4, failed=2)
+    result.stdout.fnmatch_lines(["*escaped.yaml::escaped-key FAILED*", "*explicit.yaml::explicit-key PASSED*"])
     result.stdout.fnmatch_lines(["*later.yaml::later-key FAILED*"])
     assert "settings.yaml" not in result.stdout.str()
     engine = subprocess.run([os.environ["AGENT_EVAL_BIN"], "run", ".", "--no-catalog"], cwd=str(pytester.path),
                             capture_output=True, text=True, check=False)
-    assert "4 cases, 3 passed, 1 failed" in engine.stdout, engine.stdout + engine.stderr
+    assert "6 cases, 4 passed, 2 failed" in engine.stdout, engine.stdout + engine.stderr
 
 
 def test_a_binary_that_does_not_list_a_files_cases_fails_the_file_never_passes_it(pytester):
