@@ -85,6 +85,22 @@ extension Catalog {
     /// logs are not read) and its logs are read on `jobs` other threads (at least one), so the
     /// reading never waits for SQLite. A log whose row another process changed meanwhile, or
     /// that holds more calls than a read may keep, is read again inside the transaction.
+    /// The logs the catalog knows (seen from this machine, not vanished) under `directories`:
+    /// with the logs found there now, those gone since (`index(paths:)` marks them vanished).
+    public func knownLogs(under directories: [String]) throws(CatalogError) -> [String] {
+        var known: [String] = []
+        for directory in directories {
+            let prefix = Self.absolute(directory) + "/"
+            known += try read { db in
+                let seen = Self.seenHere(db)
+                return try db.column(
+                    "SELECT path FROM logs WHERE \(db.dialect.hasPrefix("path")) AND status <> 'vanished'\(seen.condition)",
+                    [prefix] + seen.arguments, as: String.self)
+            }
+        }
+        return known
+    }
+
     public func index(
         paths: [String], jobs: Int = 1, memberLimit: Int = Catalog.defaultMemberLimit,
         progress: (_ log: IndexedLog, _ done: Int, _ total: Int) -> Void = { _, _, _ in }
@@ -104,16 +120,7 @@ extension Catalog {
                 return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
             }
             let present = Set(logs)
-            for directory in directories {
-                let prefix = Self.absolute(directory) + "/"
-                let known = try read { db in
-                    let seen = Self.seenHere(db)
-                    return try db.column(
-                        "SELECT path FROM logs WHERE \(db.dialect.hasPrefix("path")) AND status <> 'vanished'\(seen.condition)",
-                        [prefix] + seen.arguments, as: String.self)
-                }
-                logs.append(contentsOf: known.filter { !present.contains($0) })
-            }
+            logs.append(contentsOf: try knownLogs(under: directories).filter { !present.contains($0) })
             logs = Array(Set(logs)).sorted()
         }
         var summary = IndexSummary()

@@ -34,37 +34,58 @@ final class LiveIndex: Sendable {
                 rescans = lost
                 seen = watcher.changes.withLock { $0.generation }
                 guard !directories.isEmpty else { continue }
-                await pass {
+                let done = await pass {
                     try await catalog.work { catalog throws(CatalogError) in
                         // A link out of the directories is not followed: the server reads only what lies under them.
                         let logs = try Catalog.findLogs(directories).filter { LogAccess.liesUnder(directories, $0) }
                         if !logs.isEmpty { _ = try catalog.index(paths: logs, memberLimit: memberLimit) }
+                        // The logs it knew there that are gone (deleted while no server watched,
+                        // in a folder moved away, lost with the kernel's queue): marked vanished.
+                        let present = Set(logs)
+                        for gone in try catalog.knownLogs(under: directories) where !present.contains(gone) {
+                            _ = try catalog.index(log: gone, memberLimit: memberLimit)
+                        }
                     }
                 }
+                if !done { await retryLater(clock: clock, pause: pause, rescans: &rescans) }
                 continue
             }
             let (generation, changed) = watcher.changed(after: seen)
             seen = generation
             let logs = changed.filter { LogAccess.liesUnder(directories, $0) }
             guard !logs.isEmpty else { continue }
-            await pass {
+            let done = await pass {
                 try await catalog.work { catalog throws(CatalogError) in
                     for log in logs { _ = try catalog.index(log: log, memberLimit: memberLimit) }
                 }
             }
+            if !done { await retryLater(clock: clock, pause: pause, rescans: &rescans) }
             try? await clock.sleep(for: pause)
         }
     }
 
-    private func pass(_ body: () async throws -> Void) async {
+    /// After a pass that failed (the catalog locked, full): what it was to take in is not lost,
+    /// and the next pass, a while later, looks at every log again.
+    private func retryLater(clock: any Clock<Duration>, pause: Duration, rescans: inout Int) async {
+        rescans = -1
+        try? await clock.sleep(for: max(pause, Self.retryPause))
+    }
+
+    /// How long after a failed pass the next one starts.
+    static let retryPause = Duration.seconds(2)
+
+    /// Runs one pass; whether it did its work.
+    private func pass(_ body: () async throws -> Void) async -> Bool {
         do {
             try await body()
             indexed.withLock { progress in
                 progress.generation += 1
                 progress.failure = nil
             }
+            return true
         } catch {
             indexed.withLock { $0.failure = "\(error)" }
+            return false
         }
     }
 }

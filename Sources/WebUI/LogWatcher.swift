@@ -39,7 +39,7 @@ final class LogWatcher: Sendable {
             guard descriptor >= 0 else {
                 throw WebError(.watchFailed, "cannot watch files for changes: \(String(cString: strerror(errno)))")
             }
-            for directory in directories { watchTree(directory) }
+            for directory in directories { _ = watchTree(directory) }
             JobThreads.once(name: "agent-eval serve watcher") { [self] in readReports() }
         #else
             descriptor = -1
@@ -80,15 +80,20 @@ final class LogWatcher: Sendable {
     /// The generation of `log`'s last change (0: none seen).
     func generation(of log: String) -> Int { changes.withLock { $0.logs[log] ?? 0 } }
 
-    private func watchTree(_ root: String) {
+    /// Watches `root` and every folder under it; the logs (and approvals folders' logs) found
+    /// there, at any depth: a folder moved in brings what it holds.
+    private func watchTree(_ root: String) -> [String] {
         let root = LogAccess.resolved(ConfigPath.absolute(root))
         add(root)
-        guard let walker = FileManager.default.enumerator(atPath: root) else { return }
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
+        var logs: [String] = []
         while let entry = walker.nextObject() as? String {
             var isDirectory: ObjCBool = false
             let path = root + "/" + entry
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { add(path) }
+            if let log = Self.log(changedBy: path) { logs.append(log) }
         }
+        return logs
     }
 
     /// Watches `directory` (resolved), again if it was before: the kernel gives the same watch for
@@ -118,6 +123,7 @@ final class LogWatcher: Sendable {
                 var logs: [String] = []
                 var newDirectories: [String] = []
                 var overflowed = false
+                var folderLeft = false
                 buffer.withUnsafeBytes { bytes in
                     var offset = 0
                     let header = MemoryLayout<inotify_event>.size
@@ -142,17 +148,15 @@ final class LogWatcher: Sendable {
                         if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
                             newDirectories.append(path)
                         }
+                        // A folder moved away (renamed, out of the tree) or removed: the logs the
+                        // catalog knew in it are nowhere the kernel names, so all are looked at again.
+                        if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_MOVED_FROM | IN_DELETE) != 0 { folderLeft = true }
                         if let log = Self.log(changedBy: path) { logs.append(log) }
                     }
                 }
-                for directory in newDirectories {
-                    watchTree(directory)
-                    // Logs written before the watch was in place.
-                    for log in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
-                        if let changed = Self.log(changedBy: directory + "/" + log) { logs.append(changed) }
-                    }
-                }
-                if !logs.isEmpty || overflowed {
+                // Logs written before the watch was in place, at any depth of a folder made or moved in.
+                for directory in newDirectories { logs += watchTree(directory) }
+                if !logs.isEmpty || overflowed || folderLeft {
                     changes.withLock { changes in
                         changes.generation += 1
                         for log in logs { changes.logs[log] = changes.generation }
@@ -160,6 +164,8 @@ final class LogWatcher: Sendable {
                             // Changes were lost: every log known is news again.
                             changes.rescans += 1
                             for log in changes.logs.keys { changes.logs[log] = changes.generation }
+                        } else if folderLeft {
+                            changes.rescans += 1
                         }
                     }
                 }

@@ -182,6 +182,46 @@ struct ServeCommandTests {
         #expect(stopped.stdout.contains("\"event\":\"stopped\""))
     }
 
+    @Test(
+        "the runs list follows folders: one moved in brings its logs at any depth, one moved away takes its logs along, and a log deleted while no server watched is gone at the next start"
+    )
+    func runsListFollowsFolders() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        try Self.writeSupportRun(runs + "/kept.jsonl.gz", runId: "run-kept")
+        try Self.writeSupportRun(runs + "/deleted.jsonl.gz", runId: "run-deleted")
+        try FileManager.default.createDirectory(atPath: directory.path("tree/a/b"), withIntermediateDirectories: true)
+        try Self.writeSupportRun(directory.path("tree/a/top.jsonl.gz"), runId: "run-top")
+        try Self.writeSupportRun(directory.path("tree/a/b/nested.jsonl.gz"), runId: "run-nested")
+        var server = try await Server.start([runs], in: directory)
+        #expect(try await server.runs(count: 2).count == 2)
+        /// The run ids the list shows as present, once `until` holds of them (at most 30 s).
+        func present(until: ([String]) -> Bool) async throws -> [String] {
+            var ids: [String] = []
+            for _ in 0..<600 {
+                let rows = try await server.json("/api/runs")["runs"]?.arrayValue ?? []
+                ids = rows.filter { $0["status"]?.stringValue != "vanished" }.compactMap { $0["run_id"]?.stringValue }.sorted()
+                if until(ids) { return ids }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return ids
+        }
+        try FileManager.default.moveItem(atPath: directory.path("tree/a"), toPath: runs + "/moved")
+        let movedIn = try await present { $0.count == 4 }
+        #expect(movedIn == ["run-deleted", "run-kept", "run-nested", "run-top"], "the nested log too")
+        try FileManager.default.moveItem(atPath: runs + "/moved", toPath: directory.path("away"))
+        let movedOut = try await present { $0.count == 2 }
+        #expect(movedOut == ["run-deleted", "run-kept"], "the folder's logs left with it")
+        #expect((await server.stop()).status == 0)
+        try FileManager.default.removeItem(atPath: runs + "/deleted.jsonl.gz")
+        server = try await Server.start([runs], in: directory)
+        let restarted = try await present { $0 == ["run-kept"] }
+        #expect(restarted == ["run-kept"], "a log deleted while no server watched is not listed as there")
+        #expect((await server.stop()).status == 0)
+    }
+
     /// The last version of each step sent, in step order, as the page merges them.
     static func latest(_ steps: [JSONValue]) -> [JSONValue] {
         var byNumber: [Int: JSONValue] = [:]

@@ -30,6 +30,8 @@
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
   function badge(text, kind) { return el('span', { class: 'badge ' + (kind || text || '') }, text); }
+  // The stops that end a run as it meant to (the run page's stop line, the runs list's badge).
+  const goodStops = ['success', 'user_stop', 'user_transfer', 'user_out_of_scope', 'agent_stop'];
   function fact(label, value) {
     if (value === undefined || value === null || value === '') return null;
     return el('span', null, label + ' ', el('b', null, String(value)));
@@ -297,7 +299,7 @@
         if (data.usage) append(body, el('div', { class: 'muted' }, 'the user\'s model: ' + data.usage.input + '+' + data.usage.output + ' tokens'));
         break;
       case 'run_stopped':
-        append(body, el('div', null, badge(data.reason, ['success', 'user_stop', 'user_transfer', 'user_out_of_scope', 'agent_stop'].indexOf(data.reason) >= 0 ? 'ok' : 'bad'),
+        append(body, el('div', null, badge(data.reason, goodStops.indexOf(data.reason) >= 0 ? 'ok' : 'bad'),
           data.limit ? [' limit ', el('b', null, data.limit), ' fired'] : null, data.error ? ' — ' + data.error : ''));
         if (data.answer !== undefined) append(body, el('div', null, el('span', { class: 'muted' }, 'answer '), data.answer));
         break;
@@ -1016,7 +1018,7 @@
     const given = {};
     for (const pair of data.filters || []) (given[pair[0]] = given[pair[0]] || []).push(pair[1]);
     const hints = {
-      tool: 'refund_order, lookup_order', 'not-tool': 'tools that never ran', stop: 'final_answer, running…', agent: 'glob: support-*',
+      tool: 'refund_order, lookup_order', 'not-tool': 'tools that never ran', stop: 'success, running (no stop)…', agent: 'glob: support-*',
       model: 'glob: openai:*', since: '7d, 2026-11-01', until: '2026-11-20', status: 'intact, torn…', approval: 'granted|refused|pending|none',
       'min-cost': 'USD', 'forks-of': 'run id', text: 'in path, run id, agent, model, input'
     };
@@ -1064,13 +1066,15 @@
         compare.hidden = selected.length !== 2;
         if (selected.length === 2) compare.setAttribute('href', pageLink('/compare', [['a', selected[0]], ['b', selected[1]]]));
       });
-      const stop = (run.stop_reason || 'running') + (run.limit ? ' (' + run.limit + ')' : '');
+      // No stop recorded says nothing of a writer: the list cannot tell a live run from one whose
+      // writer died (its page can); the filter's word for it is still `running`.
+      const stop = (run.stop_reason || 'no stop') + (run.limit ? ' (' + run.limit + ')' : '');
       return el('tr', { class: 'run-row', 'data-path': run.path },
         el('td', null, pick),
         el('td', null, time(run.started_at_us)),
         el('td', null, el('a', { href: run.page, class: 'run-link' }, run.agent || '?'), run.forked_from ? el('span', { class: 'muted' }, ' fork of ' + run.forked_from) : null),
         el('td', null, run.model || '?'),
-        el('td', null, badge(stop, run.stop_reason ? (run.stop_reason === 'final_answer' ? 'ok' : 'warn') : 'warn')),
+        el('td', null, badge(stop, run.stop_reason && goodStops.indexOf(run.stop_reason) >= 0 ? 'ok' : 'warn')),
         el('td', { class: 'num' }, run.steps), el('td', { class: 'num' }, run.executed_calls + (run.denied_calls ? ' +' + run.denied_calls + ' denied' : '')),
         el('td', { class: 'num' }, run.tokens), el('td', { class: 'num' }, money(run.cost_usd)), el('td', null, run.status));
     }
