@@ -76,6 +76,38 @@ struct ConversationCheckTests {
         }
     }
 
+    @Test("a scripted user model's decisions are its answers in order: after an opening, its first decision is the user's second turn")
+    func userModelDecisionsInOrder() async throws {
+        try await TemporaryDirectory.with { directory in
+            try """
+            name: customer-script
+            decisions:
+              - answer: "It's A-1042."
+              - answer: "yes, please"
+              - answer: "great, thanks! ###STOP###"
+
+            """.write(toFile: directory.path("user.model.yaml"), atomically: true, encoding: .utf8)
+            let result = try await Self.runCase(
+                """
+                caseId: user-model-in-order
+                agent: \(Self.agent)
+                user:
+                  persona: A customer whose mug set arrived broken.
+                  opening: hi, my order arrived broken
+                  model: {script: \(directory.path("user.model.yaml"))}
+                  maxTurns: 6
+                expected:
+                  stopReason: user_stop
+                  toolsCalled: [lookup_order, refund_order]
+
+                """, in: directory)
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            let state = try RunState(
+                folding: try LogReader(path: directory.path("out/user-model-in-order-1.jsonl.gz")).readAll().events.map(\.event))
+            #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "It's A-1042.", "yes, please", "great, thanks!"])
+        }
+    }
+
     @Test("a log whose user turns repeat a number cannot be checked (an anomaly), never a turn check that saw only the first of two")
     func turnsOutOfOrder() async throws {
         try await TemporaryDirectory.with { directory in

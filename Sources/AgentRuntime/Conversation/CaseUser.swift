@@ -104,7 +104,10 @@ public struct ModelUser: SimulatedUser {
         var request = ModelRequest(
             instructions: persona.instructions,
             packet: ContextBuilt(goal: "", stateSummary: "", tokenEstimate: ContextSettings.estimateTokens(bytes: transcriptBytes)),
-            tools: [], observations: [], feedback: nil, decisionIndex: turn - 1, step: state.step)
+            // The user's model is asked for the turns the opening and the script do not give: its
+            // n-th answer (a scripted model's n-th decision) is the n-th it gives, whatever turn.
+            tools: [], observations: [], feedback: nil, decisionIndex: state.userTurns.count { $0.turn.source == .model },
+            step: state.step)
         request.runId = state.runId ?? ""
         request.dialogue = lines
         return request
