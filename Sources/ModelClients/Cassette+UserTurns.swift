@@ -22,7 +22,6 @@ extension Cassette: RecordedUserTurns {
             reader.take(.chunk(recording.body))
             let reply = reader.finish()
             guard let raw = reply.raw else { continue }
-            used.withLock { _ = $0.insert(entry.key) }
             let request = recording.request
             let sampling = SamplingSettings(
                 temperature: request["temperature"]?.doubleValue,
@@ -35,6 +34,12 @@ extension Cassette: RecordedUserTurns {
                     file: entry.file))
         }
         return replies
+    }
+
+    /// The recording of `reply` was replayed: it is used, the other candidates of its turn not.
+    public func replayed(_ reply: RecordedUserReply) {
+        let keys = entries.withLock { entries in entries.values.filter { $0.file == reply.file }.map(\.key) }
+        used.withLock { used in for key in keys { used.insert(key) } }
     }
 
     /// The API a recorded request was sent to, from its shape.

@@ -221,6 +221,41 @@ struct ConversationCommandTests {
         }
     }
 
+    @Test(
+        "--user frozen replays one recording of each turn: the user's turns recorded after another conversation are named unused, as stale recordings are"
+    )
+    func frozenUserNamesWhatItDidNotReplay() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            try Self.writeCase(in: directory, agentBase: server.baseURL("support-chat"), userBase: server.baseURL("customer"))
+            let environment = ["OPENAI_API_KEY": RecordCommandTests.key]
+            let first = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/1", "--record", "new"], in: directory.url, environment: environment)
+            #expect(first.status == 0, "\(first.stdoutText)\(first.stderr)")
+            let before = try Self.state(directory.path("runs/1/conversation-1.jsonl.gz"))
+            // The agent changed: it words its question otherwise, and the user's model is asked anew.
+            try EvidenceMatrixTests.agentFile(baseURL: server.baseURL("support-chat-polite"), limits: "max_steps: 30")
+                .replacingOccurrences(of: "instructions: Help the customer.", with: "instructions: Help the customer kindly.")
+                .write(toFile: directory.path("cases/agent.yaml"), atomically: true, encoding: .utf8)
+            let second = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/2", "--record", "new"], in: directory.url, environment: environment)
+            #expect(second.status == 0, "\(second.stdoutText)\(second.stderr)")
+            // Frozen, two recordings of each user turn: the second conversation's are replayed, and
+            // the first's are named unused with the first agent's requests.
+            let frozen = try await agentEval(
+                ["run", "cases", "--no-catalog", "--out", "runs/3", "--record", "new", "--user", "frozen"], in: directory.url,
+                environment: environment)
+            #expect(frozen.status == 0, "\(frozen.stdoutText)\(frozen.stderr)")
+            // The note names files in order, the user's model's (customer-model) first: the first
+            // conversation's turns 2 to 4 (turn 1, asked before the agent said anything, is one
+            // recording of both).
+            #expect(before.userTurns.count { $0.turn.source == .model } == 4)
+            #expect(frozen.stderr.contains("recordings this run did not use"), "\(frozen.stderr)")
+            #expect(frozen.stderr.components(separatedBy: "openai-customer-model-").count - 1 == 3, "\(frozen.stderr)")
+        }
+    }
+
     @Test("a judged expectation over a conversation shows the judge the whole transcript, who said what in which turn")
     func judgeSeesTheTranscript() async throws {
         try await TemporaryDirectory.with { directory in

@@ -27,6 +27,9 @@ public protocol RecordedUserTurns: Sendable {
     /// The recorded replies of the model `settings` names, told `instructions`, at user turn
     /// `turn` (a request holding `turn - 1` of the user's own turns), in a stable order.
     func replies(of settings: ModelSettings, instructions: String, turn: Int) throws -> [RecordedUserReply]
+    /// `reply`, one of those `replies` gave, is the one replayed: the recordings never replayed
+    /// are what a store can name as unused (a cassette's stale recordings).
+    func replayed(_ reply: RecordedUserReply)
 }
 
 /// Where a frozen user's recorded turns stopped fitting the conversation: the first turn whose
@@ -97,6 +100,7 @@ public struct FrozenUser: SimulatedUser {
                     + "its persona and scenario)",
                 hint: "record the conversation once with the models reachable (--record new), then replay it frozen")
         }
+        recorded.replayed(best)
         let common = shared(best)
         if common < max(best.transcript.count, now.count) {
             let recordedLine = common < best.transcript.count ? best.transcript[common] : nil
