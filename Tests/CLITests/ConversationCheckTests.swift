@@ -108,6 +108,30 @@ struct ConversationCheckTests {
         }
     }
 
+    @Test("a script with nothing to say after what the agent said: could not run, naming the case's user by line and what the agent said")
+    func scriptWithNothingToSay() async throws {
+        try await TemporaryDirectory.with { directory in
+            let result = try await Self.runCase(
+                """
+                caseId: nothing-to-say
+                agent: \(Self.agent)
+                user:
+                  opening: hi, my order arrived broken
+                  script:
+                    - after: {agentSaid: "order id"}
+                      say: It's A-1042.
+                expected:
+                  stopReason: user_stop
+
+                """, in: directory)
+            #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+            #expect(
+                result.stdoutText.contains("after the agent said \\\"I'm sorry to hear that! What is your order number?\\\""),
+                "\(result.stdoutText)")
+            #expect(result.stdoutText.contains("check the case's user (\(directory.path("case.yaml")):4:3)"), "\(result.stdoutText)")
+        }
+    }
+
     @Test("a log whose user turns repeat a number cannot be checked (an anomaly), never a turn check that saw only the first of two")
     func turnsOutOfOrder() async throws {
         try await TemporaryDirectory.with { directory in

@@ -425,6 +425,14 @@ struct ConversationCommandTests {
               agent: agent.yaml
               user: {script: [{after: {turn: 1, agentSaid: hello}, say: hi}]}
               expected: {toolsCalled: [lookup_order]}
+            - caseId: j
+              agent: agent.yaml
+              user: {opening: "hi ###STOP###"}
+              expected: {toolsCalled: [lookup_order]}
+            - caseId: k
+              agent: agent.yaml
+              user: {persona: p, model: {script: u.yaml}, script: [{after: {agentSaid: x}, say: y}, {say: bye, end: user_stop}]}
+              expected: {toolsCalled: [lookup_order]}
             """.write(toFile: directory.path("cases.yaml"), atomically: true, encoding: .utf8)
             let result = try await agentEval(["check", "cases.yaml"], in: directory.url)
             #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
@@ -438,6 +446,9 @@ struct ConversationCommandTests {
                 ("cases.yaml:29:38", "turns.2.stopReason: a turn has no stopReason of its own"),
                 ("cases.yaml:33:21", #"case "h" expects turns, and its runs are no conversations"#),
                 ("cases.yaml:36:", "asks for turn 1 and for what the agent said: at turn 1, the user's opening"),
+                // A user that would end the conversation before the agent says anything.
+                ("cases.yaml:40:", "user.opening holds the stop token ###STOP###"),
+                ("cases.yaml:44:", "user.script[1] is said at turn 1 (its condition holds at once, and there is no opening)"),
             ]
             for (place, text) in says {
                 #expect(result.stderr.contains(place) && result.stderr.contains(text), "\(place) \(text):\n\(result.stderr)")

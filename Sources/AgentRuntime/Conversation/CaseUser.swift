@@ -66,7 +66,9 @@ public struct CaseUser: SimulatedUser {
         }
         guard let model else {
             throw SimulatorFault(
-                "the user has nothing to say at turn \(turn): no script line's condition holds, and the case gives the user no model",
+                "the user has nothing to say at turn \(turn): no script line's condition holds"
+                    + (agentSaidLast.map { " after the agent said \"\($0.count > 120 ? String($0.prefix(120)) + "…" : $0)\"" } ?? "")
+                    + ", and the case gives the user no model",
                 hint: "add a script line for it (end the conversation with end: user_stop), or give user.model")
         }
         return try await model.reply(turn: turn, after: state)

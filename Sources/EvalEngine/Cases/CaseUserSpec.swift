@@ -56,10 +56,36 @@ public struct CaseUserSpec: Sendable {
         } else if let personaText {
             persona = UserPersona(persona: personaText)
         }
-        let opening = try fields.optional("opening")?.nonEmptyString("user.opening")
+        let openingNode = fields.optional("opening")
+        let opening = try openingNode?.nonEmptyString("user.opening")
+        // A conversation the user ends before the agent said anything has nothing to check, and
+        // is a fault of the simulator every time it runs: refused here, at its line.
+        if let opening, let openingNode, let stop = UserTurn.Ending.tokens.first(where: { opening.contains($0.token) }) {
+            throw ConfigError(
+                .invalidValue,
+                "user.opening holds the stop token \(stop.token): the user would end the conversation before the agent says anything",
+                at: openingNode.location, hint: "take the token out of the opening; a later turn (a script line, the model) ends it")
+        }
         var lines: [CaseUser.Line] = []
+        var lineNodes: [ConfigNode] = []
         for (index, item) in (try fields.optional("script")?.list("user.script") ?? []).enumerated() {
             lines.append(try readLine(item, what: "user.script[\(index)]"))
+            lineNodes.append(item)
+        }
+        // Without an opening, turn 1 is the first line whose condition holds at once (lines are
+        // tried in order, before the model): one that ends the conversation ends it there.
+        if opening == nil,
+            let first = lines.firstIndex(where: { $0.turn == 1 || ($0.turn == nil && $0.toolCalled == nil && $0.agentSaid == nil) }),
+            lines[first].end != nil || UserTurn.Ending.tokens.contains(where: { lines[first].say.contains($0.token) })
+        {
+            throw ConfigError(
+                .invalidValue,
+                "user.script[\(first)] is said at turn 1 (its condition holds at once, and there is no opening) and ends the conversation "
+                    + "before the agent says anything",
+                at: lineNodes[first].location,
+                hint:
+                    "give user.opening (the first turn), or the line an `after` on what the agent said or called, which cannot hold at turn 1"
+            )
         }
         let modelNode = fields.optional("model")
         let model = try modelNode.map { node throws(ConfigError) in try ModelSource.read(node, what: "user.model", directory: directory) }

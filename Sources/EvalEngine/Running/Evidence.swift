@@ -116,7 +116,9 @@ struct Evidence {
                     ? "the user's requests follow the agent's replies: look at \(EvalReport.replayCommand(log: log, step: state.step)); "
                         + "if the change is intended, record again with the models reachable: agent-eval run "
                         + "\(ShellWords.quoted(evalCase.location.path)) --record new"
-                    : "check the case's user: its script (a line for every turn, ending with end: user_stop) or its model")
+                    : "check the case's user\(evalCase.user.map { " (\($0.location))" } ?? ""): its script (a line for every turn, "
+                        + "ending with end: user_stop) or its model; the replay shows what the agent said: "
+                        + EvalReport.replayCommand(log: log, step: state.step))
         }
         let expected = evalCase.expected
         let valid = state.decisions.count - state.counters.invalidDecisions
