@@ -174,7 +174,7 @@ public enum Rerun {
         var environment = RuntimeEnvironment.live
         if mode == .strict { environment.sleep = { _ in } }
         environment.makeRunId = { id }
-        let runtime = AgentRuntime(agent: replayAgent, environment: environment)
+        var runtime = AgentRuntime(agent: replayAgent, environment: environment)
         // Strict mode writes to a scratch file of its own; prefix mode keeps its run, and never
         // writes over a file that is there (the writer refuses it).
         if mode == .strict { try? FileManager.default.removeItem(atPath: output) }
@@ -186,9 +186,10 @@ public enum Rerun {
             // one more unless the log stopped at its turn limit: a re-run that asks the user for
             // more than was said has parted from the recording there (the user says so).
             let maxTurns = userTurns.count + (recordedStop?.reason == .maxTurns ? 0 : 1)
-            first = try await runtime.converse(
-                Conversation(user: LoggedUser(turns: userTurns), maxTurns: maxTurns), log: output, runId: id, actor: started.actor,
-                route: started.route)
+            let conversation = Conversation(user: LoggedUser(turns: userTurns), maxTurns: maxTurns)
+            // The runtime keeps its user: a conversation that pauses for approval goes on with it.
+            runtime.conversation = conversation
+            first = try await runtime.converse(conversation, log: output, runId: id, actor: started.actor, route: started.route)
         }
         var pending = approvals
         let outcome = try await runtime.resumeWhileDecided(first) { waiting in

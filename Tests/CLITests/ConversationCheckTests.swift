@@ -188,4 +188,33 @@ struct ConversationCheckTests {
             #expect(rerun.status == 0, "\(rerun.stdoutText)\(rerun.stderr)")
         }
     }
+
+    @Test("rerun of a conversation that paused for an approval goes on with its user after the recorded approval: the same run")
+    func rerunAcrossAnApproval() async throws {
+        try await TemporaryDirectory.with { directory in
+            // The bundled conversation's agent, its refunds waiting for a person's approval.
+            let fixture = repositoryRoot.appendingPathComponent("Fixtures/agents/support-chat").path
+            let text = try String(contentsOfFile: fixture + "/agent.yaml", encoding: .utf8)
+            let gated = text.replacingOccurrences(
+                of:
+                    "    - id: refunds-up-to-500\n      when:\n        tool: refund_order\n        arguments: {amount_cents: {max: 50000}}\n      verdict: allow",
+                with: "    - id: refunds-need-approval\n      when:\n        tool: refund_order\n      verdict: approval_required"
+            ).replacingOccurrences(of: "script: chat.model.yaml", with: "script: \(fixture)/chat.model.yaml")
+            #expect(gated.contains("refunds-need-approval"))
+            try gated.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            let conversation = try String(
+                contentsOfFile: repositoryRoot.appendingPathComponent("EvalCases/support/refund-conversation.yaml").path, encoding: .utf8)
+            let result = try await Self.runCase(
+                conversation.replacingOccurrences(
+                    of: "agent: ../../Fixtures/agents/support-chat/agent.yaml", with: "agent: agent.yaml\napprove: [call-2]"),
+                in: directory)
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            let log = directory.path("out/support-refund-conversation-1.jsonl.gz")
+            let state = RunState(folding: try LogReader(path: log).readAll().events.map(\.event))
+            #expect(state.calls.first { $0.tool == "refund_order" }?.approval?.isGranted == true)
+            let rerun = try await agentEval(["rerun", log, "--agent", directory.path("agent.yaml")])
+            #expect(rerun.status == 0, "\(rerun.stdoutText)\(rerun.stderr)")
+            #expect(rerun.stdoutText.contains("identical"), "\(rerun.stdoutText)")
+        }
+    }
 }
