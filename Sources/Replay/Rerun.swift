@@ -179,14 +179,20 @@ public enum Rerun {
         // writes over a file that is there (the writer refuses it).
         if mode == .strict { try? FileManager.default.removeItem(atPath: output) }
         let first: RunOutcome
-        if userTurns.isEmpty {
+        // A log whose user failed (in its first turn, too, before any turn was recorded) is a
+        // conversation whose user fails there again.
+        let fault = recordedStop.flatMap { stop -> String? in
+            guard stop.isSimulatorFault, let error = stop.error else { return nil }
+            return String(error.dropFirst(RunStopped.simulatorFaultPrefix.count).drop { $0 == " " })
+        }
+        if userTurns.isEmpty && fault == nil {
             first = try await runtime.run(goal: started.goal, log: output, runId: id, actor: started.actor, route: started.route)
         } else {
             // A conversation: its user says the log's turns again. As many turns as the log's,
             // one more unless the log stopped at its turn limit: a re-run that asks the user for
             // more than was said has parted from the recording there (the user says so).
             let maxTurns = userTurns.count + (recordedStop?.reason == .maxTurns ? 0 : 1)
-            let conversation = Conversation(user: LoggedUser(turns: userTurns), maxTurns: maxTurns)
+            let conversation = Conversation(user: LoggedUser(turns: userTurns, fault: fault), maxTurns: maxTurns)
             // The runtime keeps its user: a conversation that pauses for approval goes on with it.
             runtime.conversation = conversation
             first = try await runtime.converse(conversation, log: output, runId: id, actor: started.actor, route: started.route)

@@ -189,6 +189,39 @@ struct ConversationCheckTests {
         }
     }
 
+    @Test(
+        "rerun of a conversation whose user failed (its scripted model ran out of answers) fails there again: the same run, no divergence")
+    func rerunOfAUserFault() async throws {
+        try await TemporaryDirectory.with { directory in
+            try """
+            name: customer-script
+            decisions:
+              - answer: "hi, my order arrived broken"
+              - answer: "It's A-1042."
+
+            """.write(toFile: directory.path("user.model.yaml"), atomically: true, encoding: .utf8)
+            let result = try await Self.runCase(
+                """
+                caseId: user-runs-out
+                agent: \(Self.agent)
+                user:
+                  persona: A customer whose mug set arrived broken.
+                  model: {script: \(directory.path("user.model.yaml"))}
+                expected:
+                  turns:
+                    2: {toolsCalled: [lookup_order]}
+
+                """, in: directory)
+            #expect(result.status == 2, "the user could not go on at turn 3: \(result.stdoutText)\(result.stderr)")
+            let log = directory.path("out/user-runs-out-1.jsonl.gz")
+            let state = RunState(folding: try LogReader(path: log).readAll().events.map(\.event))
+            #expect(state.stop?.isSimulatorFault == true && state.userTurns.count == 2, "\(String(describing: state.stop))")
+            let rerun = try await agentEval(["rerun", log, "--agent", Self.agent])
+            #expect(rerun.status == 0, "\(rerun.stdoutText)\(rerun.stderr)")
+            #expect(rerun.stdoutText.contains("identical"), "\(rerun.stdoutText)")
+        }
+    }
+
     @Test("rerun of a conversation that paused for an approval goes on with its user after the recorded approval: the same run")
     func rerunAcrossAnApproval() async throws {
         try await TemporaryDirectory.with { directory in
