@@ -310,6 +310,9 @@ final class WebHandler: HTTPRequestHandling {
         var live = ObjectBuilder()
         live.set("log", log)
         live.set("cursor", update.cursor.text)
+        // The run the page holds: a stream resumed from the page's cursor starts it again when
+        // the log now holds another run.
+        live.set("run", view.document["run_id"]?.stringValue)
         live.set("status", status)
         data["live"] = live.json
         data["approvals"] = update.update["approvals"]
@@ -446,15 +449,19 @@ final class WebHandler: HTTPRequestHandling {
         var lastSent: (status: JSONValue?, approvals: JSONValue?) = (nil, nil)
         /// The head the page was last sent: later updates carry only what changed of it.
         var sentHead: JSONObject?
-        /// The run the page holds, once known; a log replaced by another run starts the page again.
-        var shownRun: String?
+        /// The run the page holds (`run=`, from its page), once known; a log replaced by another
+        /// run starts the page again.
+        var shownRun: String? = request.parameter("run").flatMap { $0.isEmpty ? nil : $0 }
         var resets = false
         while !Task.isCancelled {
             let generation = state.watcher.generation(of: key)
             var found: LiveRead
             (found, follower) = await read(follower, after: cursor, outlines: outlines)
             let runId = found.document["run_id"]?.stringValue
-            if let shownRun, let runId, runId != shownRun, cursor != .start {
+            // A log that holds fewer steps than the page was sent (replaced by a shorter copy)
+            // starts the page again too: what it holds past them is no longer the log's.
+            let shrank = found.lastStep.map { $0 < cursor.step } ?? false
+            if cursor != .start, shrank || (shownRun != nil && runId != nil && runId != shownRun) {
                 cursor = .start
                 resets = true
                 outlines = outlineRule()
@@ -592,7 +599,11 @@ final class WebHandler: HTTPRequestHandling {
     // MARK: Suites and cases
 
     private func suitesPage(_ request: WebRequest) async -> Response {
-        let before = request.parameter("before").flatMap(Int.init)
+        let givenBefore = request.parameter("before").flatMap { $0.isEmpty ? nil : $0 }
+        let before = givenBefore.flatMap(Int.init)
+        if let givenBefore, before == nil {
+            return .text(400, "before=\(givenBefore) is not a suite run's number: /suites?before=N pages from the `next` of a page")
+        }
         let branch = request.parameter("branch").flatMap { $0.isEmpty ? nil : $0 }
         let limit = 50
         var object = ObjectBuilder()
@@ -750,7 +761,9 @@ final class WebHandler: HTTPRequestHandling {
     // MARK: Approvals
 
     /// The calls that wait in the runs the catalog has as running, newest run first; the
-    /// catalog's error when it cannot say which runs those are (never "none waits" then).
+    /// catalog's error when it cannot say which runs those are (never "none waits" then). Every
+    /// such run is looked at, a page at a time: runs whose writer died pile up over time, and a
+    /// call waiting in an older run must not drop off the list unsaid.
     private func waitingCalls() async -> Result<[JSONValue], CatalogError> {
         var query = RunQuery()
         query.stopReasons = ["running", StopReason.approvalRequired.rawValue]
@@ -758,7 +771,17 @@ final class WebHandler: HTTPRequestHandling {
         let running = query
         let rows: [RunRow]
         do {
-            rows = try await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(running) }
+            rows = try await state.catalog.work { catalog throws(CatalogError) in
+                var all: [RunRow] = []
+                var page = running
+                while true {
+                    let found = try catalog.runs(page)
+                    all += found
+                    guard found.count == page.limit, let last = found.last else { break }
+                    page.after = RunQuery.Cursor(after: last)
+                }
+                return all
+            }
         } catch {
             return .failure(error)
         }

@@ -171,6 +171,8 @@ struct ServeCommandTests {
         #expect(try bad.json()["error"]?.stringValue?.hasPrefix("--stop finished is not a stop reason") == true)
         let unknown = try await server.get("/api/runs?tools=x")
         #expect(unknown.status == 400)
+        let suites = try await server.get("/suites?before=abc")
+        #expect(suites.status == 400 && suites.text.contains("before=abc is not a suite run's number"), "\(suites.text)")
         // The page: the viewer's page with the rows embedded, under a policy that lets it ask only its own origin.
         let page = try await server.get("/?tool=refund_order")
         #expect(page.status == 200)
@@ -220,6 +222,49 @@ struct ServeCommandTests {
         let restarted = try await present { $0 == ["run-kept"] }
         #expect(restarted == ["run-kept"], "a log deleted while no server watched is not listed as there")
         #expect((await server.stop()).status == 0)
+    }
+
+    @Test("a page resumed from its cursor after its log was replaced, by another run or by a shorter copy of its own, starts again")
+    func replacedLogStartsThePageAgain() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        /// A finished run of `steps` lookups written at `path` (`finishes` false: left running).
+        func write(_ path: String, runId: String, steps: Int, finishes: Bool = true) throws {
+            let run = try GrowingRun(path: path, runId: runId)
+            for step in 1...steps { try run.step(step) }
+            if finishes { try run.finish() }
+        }
+        let log = runs + "/replaced.jsonl.gz"
+        try write(log, runId: "run-a", steps: 6)
+        let server = try await Server.start([runs], in: directory)
+        /// The page's cursor and run, then the first update a stream resumed from them sends
+        /// once `replace` put another log in place.
+        func resumed(after replace: () throws -> Void) async throws -> JSONValue? {
+            let data = try PageData.json(try await server.get("/run?log=" + Self.escaped(log)).body)
+            let cursor = try #require(data["live"]?["cursor"]?.stringValue)
+            let run = try #require(data["live"]?["run"]?.stringValue)
+            try replace()
+            let streamed = try await HTTPTestClient.events(
+                port: server.port, "/events/run?log=\(Self.escaped(log))&after=\(cursor)&run=\(run)", timeout: 60
+            ) { !$0.isEmpty }
+            return try streamed.events.first?.json()
+        }
+        // Another run, longer: its steps are not the page's steps' sequel.
+        let other = try await resumed {
+            try write(directory.path("other.jsonl.gz"), runId: "run-b", steps: 9)
+            _ = rename(directory.path("other.jsonl.gz"), log)
+        }
+        #expect(other?["reset"] == true, "\(String(describing: other))")
+        #expect(other?["steps"]?.arrayValue?.first?["step"] == 0)
+        // The same run, cut back to two of its steps: the page's later steps are no longer the log's.
+        let shorter = try await resumed {
+            try write(directory.path("short.jsonl.gz"), runId: "run-b", steps: 2, finishes: false)
+            _ = rename(directory.path("short.jsonl.gz"), log)
+        }
+        #expect(shorter?["reset"] == true, "\(String(describing: shorter))")
+        _ = await server.stop()
     }
 
     /// The last version of each step sent, in step order, as the page merges them.

@@ -779,7 +779,7 @@
   LiveRun.prototype.start = function () {
     const self = this;
     this.draw(true);
-    const source = new EventSource(pageLink('/events/run', [['log', this.data.live.log], ['after', this.cursor]]));
+    const source = new EventSource(pageLink('/events/run', [['log', this.data.live.log], ['after', this.cursor], ['run', this.data.live.run || '']]));
     source.addEventListener('update', function (event) { self.merge(JSON.parse(event.data)); });
     source.addEventListener('open', function () { self.connected(true); });
     source.addEventListener('error', function () { self.connected(false); });
