@@ -144,8 +144,13 @@ public struct ModelUser: SimulatedUser {
         case .valid(.toolCalls(let calls)):
             throw SimulatorFault(
                 "the user's model replied with tool calls (\(calls.map(\.name).joined(separator: ", "))) at turn \(turn), not a message")
+        case .invalid(let invalid) where invalid.kind == .unknownTool:
+            // A user has no tools: every call names one it was not given.
+            throw SimulatorFault(
+                "the user's model replied with a tool call at turn \(turn), not a message (a simulated user has no tools): \(invalid.message)"
+            )
         case .invalid(let invalid):
-            // Empty, malformed, refused, or calls of tools (a user has none).
+            // Empty, malformed, refused.
             throw SimulatorFault("the user's model reply at turn \(turn) is no message: \(invalid.message)")
         }
         guard text.utf8.count <= UserTurn.maxTextBytes else {
