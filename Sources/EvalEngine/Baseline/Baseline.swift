@@ -1,6 +1,5 @@
 import Foundation
 public import TraceCore
-import TraceLog
 
 /// What a case did when the baseline was taken: reviewable, one small pretty-printed JSON file
 /// per case (`<dir>/<caseId>.json`), with keys and lists in a stable order so that a changed
@@ -219,26 +218,9 @@ public struct Baseline: Sendable, Hashable {
         for evalCase in cases {
             let path = "\(directory)/\(evalCase.id).json"
             guard FileManager.default.fileExists(atPath: path) else { continue }
-            let bytes: [UInt8]
-            do {
-                bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-            } catch {
-                throw EvalError(
-                    .unreadableBaseline, "\(path) cannot be read: \(FileProblem.reason(of: error))",
-                    location: SourceLocation(path: path), hint: "check the file's permissions, or write the baseline again")
-            }
-            let value: JSONValue
-            do {
-                value = try JSONParser.parse(bytes)
-            } catch {
-                // Where in the file, as a line and column: a hand edit or a merge conflict's
-                // markers are found by line.
-                let core = error as? TraceCoreError
-                let place = core?.byteOffset.map { SourceLocation(path: path, byteOffset: $0, in: bytes) } ?? SourceLocation(path: path)
-                throw EvalError(
-                    .unreadableBaseline, "\(path) is not a readable baseline: \(core?.message ?? "\(error)")", location: place,
-                    hint: "write the baseline again from a run you trust (agent-eval run --update-baseline --replace-baseline)")
-            }
+            let value = try JSONFile.read(
+                path, as: "a readable baseline", code: .unreadableBaseline,
+                hint: "write the baseline again from a run you trust (agent-eval run --update-baseline --replace-baseline)")
             baselines[evalCase.id] = try Baseline(json: value, path: path)
         }
         return baselines

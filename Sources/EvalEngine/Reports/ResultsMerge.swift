@@ -44,26 +44,11 @@ public struct ResultsMerge: Sendable {
     }
 
     public static func read(_ path: String) throws(EvalError) -> JSONValue {
-        let bytes: [UInt8]
-        do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch {
-            throw EvalError(
-                .badReport, "cannot read \(path): \(FileProblem.reading(path) ?? FileProblem.reason(of: error))",
-                location: SourceLocation(path: path), hint: "write the report with `agent-eval run … --json-out FILE`")
-        }
-        do {
-            return try JSONParser.parse(bytes)
-        } catch let error as TraceCoreError {
-            let offset = error.byteOffset ?? 0
-            throw EvalError(
-                .badReport, "\(path): \(error.message)", location: SourceLocation(path: path, byteOffset: offset, in: bytes),
-                hint:
-                    "give the reports `agent-eval run … --json-out FILE` wrote; one cut short (a job that died writing it) must be written again"
-            )
-        } catch {
-            throw EvalError(.badReport, "\(path) is not valid JSON: \(error)", location: SourceLocation(path: path))
-        }
+        try JSONFile.read(
+            path, as: "valid JSON", code: .badReport,
+            hint:
+                "give the reports `agent-eval run … --json-out FILE` wrote; one cut short (a job that died writing it) must be written again"
+        )
     }
 
     /// Merges documents read from `inputs` (path, document), in that order. Without
