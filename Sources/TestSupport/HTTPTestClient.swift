@@ -126,6 +126,33 @@ public enum HTTPTestClient {
         }
     }
 
+    /// Sends `request` as it is (a whole request head, CRLFs and all) and reads until the server
+    /// closes the connection or `timeout` passes: what came, and whether the server closed.
+    public static func readToTheEnd(port: Int, request: String, timeout: Double) async throws -> (received: [UInt8], closed: Bool) {
+        try await OwnThread.run(name: "http test client") {
+            let socket = try connect(port: port, timeout: timeout)
+            defer { close(socket) }
+            let bytes = Array(request.utf8)
+            var sent = 0
+            while sent < bytes.count {
+                let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard count > 0 else { throw Failure(description: "cannot send: \(String(cString: strerror(errno)))") }
+                sent += count
+            }
+            var received: [UInt8] = []
+            let deadline = Date().addingTimeInterval(timeout)
+            while deadline.timeIntervalSinceNow > 0 {
+                var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000))) > 0 else { continue }
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                if count <= 0 { return (received, true) }
+                received += buffer[..<count]
+            }
+            return (received, false)
+        }
+    }
+
     private static func connect(port: Int, timeout: Double) throws -> Int32 {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw Failure(description: "no socket: \(String(cString: strerror(errno)))") }

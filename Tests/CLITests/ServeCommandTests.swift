@@ -267,6 +267,37 @@ struct ServeCommandTests {
         _ = await server.stop()
     }
 
+    @Test(
+        "a client that asks to close (Connection: close, HTTP/1.0) gets its answer whole, then the end of the connection; one that keeps it alive keeps it"
+    )
+    func closesWhenAsked() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        try Self.writeSupportRun(runs + "/one.jsonl.gz", runId: "run-one")
+        let server = try await Server.start([runs], in: directory)
+        _ = try await server.runs(count: 1)
+        let host = "Host: 127.0.0.1:\(server.port)\r\n"
+        for (request, closes) in [
+            ("GET /api/runs HTTP/1.1\r\n\(host)Connection: close\r\n\r\n", true),
+            ("GET /api/runs HTTP/1.0\r\n\(host)\r\n", true),
+            ("GET /api/runs HTTP/1.1\r\n\(host)\r\n", false),
+        ] {
+            let (received, closed) = try await HTTPTestClient.readToTheEnd(port: server.port, request: request, timeout: closes ? 20 : 2)
+            #expect(closed == closes, "\(request.prefix(30)): \(closed ? "closed" : "kept open")")
+            // The answer whole: as many bytes after its head as its content-length says.
+            let text = String(decoding: received, as: UTF8.self)
+            let parts = text.components(separatedBy: "\r\n\r\n")
+            let length = parts.first?.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }
+            #expect(
+                text.contains(" 200 OK\r\n") && length != nil && parts.dropFirst().joined(separator: "\r\n\r\n").utf8.count == length,
+                "\(text.suffix(80))")
+        }
+        _ = await server.stop()
+    }
+
     /// The last version of each step sent, in step order, as the page merges them.
     static func latest(_ steps: [JSONValue]) -> [JSONValue] {
         var byNumber: [Int: JSONValue] = [:]

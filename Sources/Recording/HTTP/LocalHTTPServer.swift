@@ -75,7 +75,10 @@ public final class LocalHTTPServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(ClientDeadlineHandler(deadlines))
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
+                    // Half closure: a client that asked to close gets its answer whole, then the
+                    // end of the stream (`serve`), the pending writes going out first.
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
                 }
             }
         self.port = server.channel.localAddress?.port ?? 0
@@ -121,7 +124,11 @@ public final class LocalHTTPServer: Sendable {
             var isBusy = false
             var limit = 0
             let maxHeld = handler.maxHeldBytes
+            /// The client asked to close (`Connection: close`, HTTP/1.0): its answer was written and
+            /// the output closed; what it sends until it closes its side is not read.
+            var isClosing = false
             for try await part in inbound {
+                if isClosing { continue }
                 switch part {
                 case .head(let received):
                     head = received
@@ -161,10 +168,16 @@ public final class LocalHTTPServer: Sendable {
                     body = []
                     held.give(taken)
                     taken = 0
-                    // A client that asked to close (`Connection: close`) closes once it has the
-                    // answer, whose length it knows: closing here would drop what the socket has
-                    // not taken yet (NIOAsyncChannel closes without waiting for pending writes).
                     if !keepOpen { return }
+                    // A client that asked to close (`Connection: close`, HTTP/1.0 without
+                    // keep-alive) is sent the end of the stream after its answer: the output is
+                    // closed once what is pending went out (half closure; returning here would
+                    // close at once and drop it), and the connection ends when the client closes
+                    // its side, or at its deadline.
+                    if !request.isKeepAlive {
+                        outbound.finish()
+                        isClosing = true
+                    }
                 }
             }
         }
