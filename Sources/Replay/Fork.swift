@@ -287,9 +287,12 @@ public enum Fork {
             }
         }
         let prefix = Array(events[...end])
-        // The state at the fork point is the one the parent's digests recorded, or there is no fork.
-        let (folded, mismatch) = StateDigester.foldChecking(prefix)
-        if let event = mismatch {
+        // The state at the fork point is the one the parent's digests recorded, or there is no
+        // fork: every digest of the parent is checked, not only the prefix's, since an edit
+        // before the fork point may be covered only by a digest after it (a pause for approval
+        // cuts the prefix before its step's end).
+        let (folded, prefixMismatch) = StateDigester.foldChecking(prefix)
+        if let event = prefixMismatch ?? StateDigester.foldChecking(events).mismatch {
             throw ForkError(
                 .unreadableParent,
                 "cannot fork \(path): its state digest at step \(event.step) (seq \(event.sequence)) does not match the state its events fold to, so the state at the fork point is not the one the run had",

@@ -163,6 +163,16 @@ struct ForkTests {
                     )
                     .path, at: 2, edits: []), .unreadableParent, "does not match the state its events fold to"
             ),
+            // The same edited parent forked at its pause for approval: the prefix stops before
+            // the step's digest that covers the edit, which is checked all the same.
+            (
+                Fork.Request(
+                    parent: FixtureLogs.directory.deletingLastPathComponent().appendingPathComponent(
+                        "conformance/edited-with-chain-recomputed.jsonl.gz"
+                    )
+                    .path, at: nil, edits: [ForkEdit(kind: .deny, callId: "call-2")]), .unreadableParent,
+                "does not match the state its events fold to"
+            ),
             (Fork.Request(parent: Self.support, at: 9, edits: []), .noSuchStep, "the parent has steps 0 to 4"),
             (
                 Fork.Request(parent: Self.support, at: nil, edits: [ForkEdit(kind: .result, callId: "call-9", value: 1)]), .noSuchCall,
