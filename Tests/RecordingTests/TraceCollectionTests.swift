@@ -94,7 +94,10 @@ struct TraceCollectionTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let trace = String(repeating: "ef", count: 16)
-        let secrets = ["Basic dXNlcjpodW50ZXIyaHVudGVyMg==", "Zq8vT3kLm9PxW2rB7nHc", "ya29.a0AfH6SMBx-planted"]
+        let secrets = [
+            "Basic dXNlcjpodW50ZXIyaHVudGVyMg==", "Zq8vT3kLm9PxW2rB7nHc", "ya29.a0AfH6SMBx-planted", "Bearer array-held-Q7xK2mP9",
+            "c2VjcmV0LWJ5dGVzLWtleQ==",
+        ]
         func attribute(_ key: String, _ value: String) -> JSONValue { ["key": .string(key), "value": ["stringValue": .string(value)]] }
         let span: JSONValue = [
             "traceId": .string(trace), "spanId": "00000000000000b1", "name": "chat m",
@@ -102,6 +105,12 @@ struct TraceCollectionTests {
             "attributes": [
                 attribute("gen_ai.operation.name", "chat"), attribute("http.request.header.authorization", secrets[0]),
                 attribute("api_key", secrets[1]), attribute("gen_ai.request.model", "gpt-test"),
+                // A header as the semantic conventions type it (string[]), and a key as bytes.
+                [
+                    "key": "http.request.header.proxy-authorization",
+                    "value": ["arrayValue": ["values": [["stringValue": .string(secrets[3])]]]],
+                ],
+                ["key": "x-api-key", "value": ["bytesValue": .string(secrets[4])]],
                 attribute("gen_ai.output.messages", #"[{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}]"#),
             ],
             "events": [

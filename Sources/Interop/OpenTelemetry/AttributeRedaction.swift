@@ -24,9 +24,8 @@ public enum AttributeRedaction {
                     object["value"] = .string(Redactor.standard.redactedValue(text, rule: "attribute:\(name)"))
                     return .object(object)
                 }
-                if case .object(var typed)? = object["value"], let text = typed["stringValue"]?.stringValue {
-                    typed["stringValue"] = .string(Redactor.standard.redactedValue(text, rule: "attribute:\(name)"))
-                    object["value"] = .object(typed)
+                if case .object(let typed)? = object["value"], let redacted = redactedValue(typed, name: name) {
+                    object["value"] = .object(redacted)
                     return .object(object)
                 }
             }
@@ -38,6 +37,34 @@ public enum AttributeRedaction {
         default:
             return value
         }
+    }
+
+    /// A secret attribute's typed OTLP value with what could hold the secret replaced: a string;
+    /// each string of an array (`http.request.header.*` is a `string[]` in the semantic
+    /// conventions); bytes, as a string of the placeholder. Nil for a number or a flag (a count,
+    /// never a credential) or a key-value list (whose own keys say which of its values are).
+    private static func redactedValue(_ typed: JSONObject, name: String) -> JSONObject? {
+        let rule = "attribute:\(name)"
+        var typed = typed
+        if let text = typed["stringValue"]?.stringValue {
+            typed["stringValue"] = .string(Redactor.standard.redactedValue(text, rule: rule))
+            return typed
+        }
+        if let bytes = typed["bytesValue"]?.stringValue {
+            var replaced = JSONObject()
+            replaced["stringValue"] = .string(Redactor.standard.redactedValue(bytes, rule: rule))
+            return replaced
+        }
+        if case .object(var array)? = typed["arrayValue"], let values = array["values"]?.arrayValue {
+            array["values"] = .array(
+                values.map { element in
+                    guard case .object(let item) = element, let redacted = redactedValue(item, name: name) else { return element }
+                    return .object(redacted)
+                })
+            typed["arrayValue"] = .object(array)
+            return typed
+        }
+        return nil
     }
 
     /// Header names whose values are credentials whatever their length.
