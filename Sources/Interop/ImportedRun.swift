@@ -190,24 +190,35 @@ public struct ImportedResult: Sendable {
 }
 
 /// Gives each imported call a log id unique within the run: the source's own id, `call_N` when
-/// the source has none, and `id#2`, `id#3`… for a source id used again by a later call.
+/// the source has none, and `id#2`, `id#3`… for a source id used again by a later call — never an
+/// id given before, whatever the source's ids look like (a source id `a#2` after `a` was given
+/// twice is `a#2#2`).
 struct CallIds {
-    private var uses: [String: Int] = [:]
+    /// Every log id given so far.
+    private var given: Set<String> = []
+    /// The source ids seen so far.
+    private var sources: Set<String> = []
     private var generated = 0
 
-    /// The log id for a call with `sourceId`, and whether that id was used before.
+    /// The log id for a call with `sourceId`, and whether that source id was used before.
     mutating func next(_ sourceId: String?) -> (id: String, isReused: Bool) {
         guard let sourceId, !sourceId.isEmpty else {
             var id: String
             repeat {
                 generated += 1
                 id = "call_\(generated)"
-            } while uses[id] != nil
-            uses[id] = 1
+            } while given.contains(id)
+            given.insert(id)
             return (id, false)
         }
-        let count = uses[sourceId, default: 0] + 1
-        uses[sourceId] = count
-        return count == 1 ? (sourceId, false) : ("\(sourceId)#\(count)", true)
+        let isReused = !sources.insert(sourceId).inserted
+        var id = sourceId
+        var count = 1
+        while given.contains(id) {
+            count += 1
+            id = "\(sourceId)#\(count)"
+        }
+        given.insert(id)
+        return (id, isReused)
     }
 }

@@ -23,6 +23,28 @@ struct TranscriptImportTests {
         ]
         """
 
+    @Test("a reused id beside a source id shaped like the renamed one (a, a, a#2): three calls, three ids, each with its own result")
+    func renamedIdsNeverCollide() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-ids")
+        defer { scratch.remove() }
+        let transcript = """
+            [{"role": "user", "content": "go"},
+             {"role": "assistant", "content": null, "tool_calls": [
+               {"id": "a", "type": "function", "function": {"name": "pay", "arguments": "{\\"amt\\": 1}"}},
+               {"id": "a", "type": "function", "function": {"name": "pay", "arguments": "{\\"amt\\": 2}"}},
+               {"id": "a#2", "type": "function", "function": {"name": "pay", "arguments": "{\\"amt\\": 3}"}}]},
+             {"role": "tool", "tool_call_id": "a", "content": "paid 1"},
+             {"role": "tool", "tool_call_id": "a", "content": "paid 2"},
+             {"role": "tool", "tool_call_id": "a#2", "content": "paid 3"},
+             {"role": "assistant", "content": "done"}]
+            """
+        let (_, states) = try await importRuns([try write(transcript, to: scratch.url.path, "ids.json")])
+        let state = try #require(states.first)
+        #expect(state.anomalies.isEmpty, "\(state.anomalies)")
+        #expect(state.calls.map(\.id) == ["a", "a#2", "a#2#2"])
+        #expect(state.calls.map { $0.lastResult?.output } == [.string("paid 1"), .string("paid 2"), .string("paid 3")])
+    }
+
     @Test("an OpenAI transcript: results paired by id out of order, a reused id, text beside calls, bad JSON, failure in the content")
     func openAITraps() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-openai")
