@@ -240,6 +240,16 @@ struct PolicyTests {
             (.atLeast(10001), ["other": 1], "undecidable"),
             (.atMost(100), ["amount": "1e9"], "fails"),
             (.equals(5), ["amount": "5"], "holds"),
+            // Numbers as a server's lax reading makes them of a string: leading zeros, a sign,
+            // `_` between digits, white space.
+            (.equals(50000), ["amount": "050000"], "holds"),
+            (.oneOf([50000]), ["amount": "+50000"], "holds"),
+            (.equals(50000), ["amount": "50_000"], "holds"),
+            (.equals(999123), ["amount": " 999123"], "holds"),
+            (.atLeast(10001), ["amount": "+050_000"], "holds"),
+            (.equals(50000), ["amount": "0x c350"], "fails"),
+            (.matches("^5[0-9]{4}$"), ["amount": "50000"], "holds"),
+            (.matches("^5[0-9]{4}$"), ["amount": "+50000"], "undecidable"),
             (.oneOf(["A-1", 7]), ["amount": "7"], "holds"),
             (.matches("^5"), ["amount": 50000], "holds"),
             (.matches("^5"), ["amount": [5]], "undecidable"),
@@ -275,8 +285,15 @@ struct PolicyTests {
             (["changes", "role"], .exists(true), ["changes": #"{"role": "admin"}"#], "holds"),
             (["recipients", "0"], .matches("@evil\\.com$"), ["recipients": #"["x@evil.com"]"#], "holds"),
             (["changes", "role"], .equals("admin"), ["changes": #"{"role": "user"}"#], "fails"),
-            // Text that is no JSON stays text: no path runs through it.
-            (["changes", "role"], .exists(true), ["changes": "{role: admin"], "fails"),
+            // Text that looks like JSON and is none the gate reads strictly — duplicate keys (the
+            // last wins in Python's parser), NaN, a lone surrogate — may be read by the server
+            // after all: what lies in it cannot be judged, never a plain "fails".
+            (["changes", "role"], .equals("admin"), ["changes": #"{"role":"user","role":"admin"}"#], "undecidable"),
+            (["changes", "role"], .oneOf(["admin", "root"]), ["changes": #"{"role":"admin","x":NaN}"#], "undecidable"),
+            (["changes", "role"], .equals("admin"), ["changes": #"{"role":"admin","x":"\ud800"}"#], "undecidable"),
+            (["changes", "role"], .exists(true), ["changes": "{role: admin"], "undecidable"),
+            // Plain text is no object: no path runs through it.
+            (["changes", "role"], .exists(true), ["changes": "make me admin"], "fails"),
             // At the end of the path too: a list given as text is a list, which a pattern cannot match.
             (["amount"], .matches("^5"), ["amount": "[5]"], "undecidable"),
         ] as [([String], ArgumentCondition.Test, JSONValue, String)])

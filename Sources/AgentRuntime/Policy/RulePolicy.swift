@@ -1,4 +1,5 @@
 public import ConfigFile
+import Foundation
 public import TraceCore
 
 /// A policy of ordered rules, as written in an agent file: the first rule whose conditions
@@ -197,42 +198,85 @@ public struct ArgumentCondition: Sendable {
     /// servers parse it so (the official Python SDK does, for a field that is no string) — a rule
     /// on `changes.role` is not walked around by giving `changes` as `"{\"role\": \"admin\"}"`.
     static func value(atPath path: [String], in arguments: JSONValue) -> JSONValue? {
+        switch walk(path, in: arguments) {
+        case .found(let value): value
+        case .missing, .unreadable: nil
+        }
+    }
+
+    /// Where the walk along a path ends: at a value, at nothing, or at a string met on the way
+    /// that looks like JSON text (`{…`, `[…`) and is none the gate can read — duplicate keys,
+    /// `NaN`, a lone surrogate, nesting past the parser's limit — which a server's more lenient
+    /// parser may read as an object holding the path after all.
+    enum Walk: Equatable {
+        case found(JSONValue)
+        case missing
+        case unreadable(String)
+    }
+
+    static func walk(_ path: [String], in arguments: JSONValue) -> Walk {
         var current = asServerReads(arguments)
-        for key in path {
+        for (depth, key) in path.enumerated() {
             switch current {
             case .object(let object):
-                guard let next = object[key] else { return nil }
+                guard let next = object[key] else { return .missing }
                 current = asServerReads(next)
             case .array(let items):
-                guard let index = Int(key), items.indices.contains(index) else { return nil }
+                guard let index = Int(key), items.indices.contains(index) else { return .missing }
                 current = asServerReads(items[index])
+            case .string(let text) where looksLikeJSONText(text):
+                return .unreadable(path[..<depth].joined(separator: "."))
             default:
-                return nil
+                return .missing
             }
         }
-        return current
+        return .found(current)
+    }
+
+    /// Whether `text` begins (after white space) as the JSON text of an object or a list does.
+    static func looksLikeJSONText(_ text: String) -> Bool {
+        guard let first = text.utf8.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else { return false }
+        return first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
     }
 
     /// `value`, or the object or list its string is the JSON text of.
     static func asServerReads(_ value: JSONValue) -> JSONValue {
-        guard case .string(let text) = value,
-            let first = text.utf8.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }),
-            first == UInt8(ascii: "{") || first == UInt8(ascii: "["), let parsed = try? JSONParser.parse(Array(text.utf8)),
+        guard case .string(let text) = value, looksLikeJSONText(text), let parsed = try? JSONParser.parse(Array(text.utf8)),
             parsed.objectValue != nil || parsed.arrayValue != nil
         else { return value }
         return parsed
     }
 
+    /// The number a server's lax reading makes of `text` (pydantic, Python's `int` and `float`):
+    /// white space around it, a `+`, leading zeros and `_` between digits (`" +050_000 "` is
+    /// 50000), an exponent, `inf` and `nan`; nil for anything else (hexadecimal included).
+    static func laxNumber(_ text: String) -> Double? {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty, !trimmed.contains(where: { $0 == "x" || $0 == "X" || $0 == "p" || $0 == "P" }),
+            !trimmed.hasPrefix("_"), !trimmed.hasSuffix("_"), !trimmed.contains("__")
+        else { return nil }
+        return Double(trimmed.replacingOccurrences(of: "_", with: ""))
+    }
+
     public func judge(_ arguments: JSONValue) -> Judgement {
-        let value = Self.value(atPath: path, in: arguments)
         let where_ = "argument \(path.joined(separator: "."))"
+        let value: JSONValue?
+        switch Self.walk(path, in: arguments) {
+        case .found(let found): value = found
+        case .missing: value = nil
+        case .unreadable(let at):
+            // Not a plain "fails": a server may read the text, and the path in it, after all.
+            return .undecidable(
+                "argument \(at) is text that looks like JSON and cannot be read strictly (duplicate keys, NaN, a lone surrogate, "
+                    + "too deep), so \(where_) in it cannot be judged")
+        }
         func number(_ value: JSONValue) -> Double? {
             if let number = value.doubleValue { return number }
-            // A string that is not a number's JSON text is no number: undecidable, judged closed.
-            guard let text = value.stringValue, !text.isEmpty, let parsed = try? JSONParser.parse(Array(text.utf8)),
-                let number = parsed.doubleValue
-            else { return nil }
-            return number
+            // A string is the number a server's lax reading makes of it (`"050000"`, `"+5e4"`,
+            // `"50_000"`); one that is none is no number: undecidable for `min`/`max`, judged closed.
+            guard let text = value.stringValue else { return nil }
+            if !text.isEmpty, let parsed = try? JSONParser.parse(Array(text.utf8)), let number = parsed.doubleValue { return number }
+            return Self.laxNumber(text)
         }
         func same(_ value: JSONValue, _ expected: JSONValue) -> Bool {
             if value.equals(byValue: expected) { return true }
@@ -271,7 +315,21 @@ public struct ArgumentCondition: Sendable {
             guard let regex else { return .fails }
             guard let value else { return .fails }
             switch value {
-            case .string(let text): return regex.matches(text) ? .holds : .fails
+            case .string(let text):
+                let asText = regex.matches(text)
+                // A number written as a string (`"+50000"`) may reach the server as that number:
+                // when the pattern says otherwise of the number's JSON text, which one the server
+                // reads is not known here, and neither is the verdict.
+                if let number = number(value), number.isFinite {
+                    let numberText = JSONWriter.encodeString(
+                        number.rounded() == number && abs(number) < 9e15 ? .int(Int(number)) : .double(number))
+                    if regex.matches(numberText) != asText {
+                        return .undecidable(
+                            "\(where_) is \(JSONWriter.encodeString(value).prefix(80)), which a server may read as the number \(numberText); "
+                                + "the pattern says otherwise of the one than of the other")
+                    }
+                }
+                return asText ? .holds : .fails
             case .int, .double, .bool: return regex.matches(JSONWriter.encodeString(value)) ? .holds : .fails
             case .null: return .fails
             case .array, .object:
