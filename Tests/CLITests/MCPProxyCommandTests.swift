@@ -485,12 +485,14 @@ struct MCPProxyInputTests {
     /// SERVER`, each once the one before has been answered (the proxy takes them in order
     /// anyway); the client's answers and the proxy's result.
     static func rawSession(
-        _ lines: [String], log: String, proxy options: [String] = [], server: [String] = [], in directory: TemporaryDirectory
+        _ lines: [String], log: String, proxy options: [String] = [], server: [String] = [], before: [String] = [],
+        in directory: TemporaryDirectory
     ) async throws -> (answers: [JSONValue], result: ProcessResult) {
-        let handshake = [
-            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
-            #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        ]
+        let handshake =
+            before + [
+                #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
+                #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            ]
         try ((handshake + lines).joined(separator: "\n") + "\n").write(
             toFile: directory.path("client.jsonl"), atomically: true, encoding: .utf8)
         let proxy =
@@ -502,6 +504,30 @@ struct MCPProxyInputTests {
             "/bin/sh", ["-c", "while read -r line; do printf '%s\\n' \"$line\"; sleep 0.5; done < client.jsonl | \(proxy)"],
             in: directory.url)
         return (result.stdoutText.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }, result)
+    }
+
+    @Test("a call sent before initialize does not turn off the check of the policy's tool names: a misspelt rule still stops the session")
+    func callBeforeInitialize() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try """
+        policy:
+          name: misspelt
+          default: allow
+          rules:
+            - id: no-greeting
+              when: {tool: gret}
+              verdict: deny
+
+        """.write(toFile: directory.path("misspelt.policy.yaml"), atomically: true, encoding: .utf8)
+        let call = #"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"greet","arguments":{"name":"ann"}}}"#
+        let (answers, result) = try await Self.rawSession(
+            [call], log: "early.jsonl.gz", proxy: ["--policy", "misspelt.policy.yaml"],
+            before: [#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"greet","arguments":{"name":"bob"}}}"#],
+            in: directory)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("gret"), "the misspelt rule is named: \(result.stderr)")
+        #expect(answers.first { $0["id"] == 3 }?["result"]?["content"]?.arrayValue?.first?["text"] != "hello, ann", "\(answers)")
     }
 
     @Test("a tools/call that names no tool is refused (-32602), reaches no server, and the summary counts it with the refused")

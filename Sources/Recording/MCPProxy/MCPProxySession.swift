@@ -944,6 +944,9 @@ actor MCPProxySession {
             await client.send(line)
         case .initialize:
             if let result = message["result"] {
+                // A listing tried before the server was initialized (a call sent first) failed for
+                // that: the next call lists again, and the policy's tool names are checked then.
+                if !isListed { listingFailed = false }
                 serverInfo = ServerInfo(
                     name: result["serverInfo"]?["name"]?.stringValue ?? settings.serverName,
                     version: result["serverInfo"]?["version"]?.stringValue ?? "", protocolVersion: result["protocolVersion"]?.stringValue)
