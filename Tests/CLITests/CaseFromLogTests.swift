@@ -74,4 +74,17 @@ struct CaseFromLogTests {
             #expect(run.stdoutText.contains("did not finish"), "\(run.stdoutText)")
         }
     }
+
+    @Test(
+        "a log run would refuse to grade (edited, its digests not rebuilt; events that contradict each other) drafts no case: exit 2, saying why",
+        arguments: ["edited-with-chain-recomputed.jsonl.gz", "intent-names-another-tool.jsonl.gz"])
+    func untrustedLog(sample: String) async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = repositoryRoot.appendingPathComponent("Fixtures/conformance/\(sample)").path
+            let draft = try await agentEval(["case", "from-log", log, "--out", directory.path("draft.yaml")])
+            #expect(draft.status == 2, "\(draft.stdoutText)\(draft.stderr)")
+            #expect(draft.stderr.contains("no case is drafted from it"), "\(draft.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.path("draft.yaml")))
+        }
+    }
 }

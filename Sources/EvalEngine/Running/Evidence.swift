@@ -45,18 +45,9 @@ struct Evidence {
                 EvalError(code, message, location: SourceLocation(path: log, sequence: sequence), hint: hint))
             return evidence
         }
-        if let mismatch = facts.digestMismatch {
-            return cannotRun(
-                .digestMismatch,
-                "the state digest recorded at seq \(mismatch.sequence) (step \(mismatch.step)) differs from the state the log folds to: "
-                    + "the log was edited or written by a different fold, so its trajectory cannot be trusted",
-                at: mismatch.sequence, hint: "replay the log to that step to see the recorded and the rebuilt state")
-        }
-        if let anomaly = state.anomalies.first(where: { !evalCase.allowsReusedCallIds || $0.reusedCallId == nil }) {
-            return cannotRun(
-                .anomalousRun,
-                "the log does not fit together (\(state.anomalies.count) anomal\(state.anomalies.count == 1 ? "y" : "ies")): \(anomaly.message)",
-                hint: "replay the log to see every anomaly; a case cannot be graded on a record that contradicts itself")
+        if let distrust = facts.distrust(log: log, allowsReusedCallIds: evalCase.allowsReusedCallIds) {
+            evidence.cannotRun = DiagnosticRecord(distrust)
+            return evidence
         }
         if state.eventCount == 0 {
             // No event is no run, whatever the case allows: there is nothing to check, and an
@@ -231,5 +222,30 @@ struct Evidence {
     static func stopText(_ stop: RunStopped?) -> String {
         guard let stop else { return "nowhere (no run_stopped)" }
         return stop.reason.rawValue + (stop.error.map { ": \($0)" } ?? "")
+    }
+}
+
+extension LogFacts {
+    /// Why the record these facts fold (of `log`) cannot be trusted for anything graded or drafted
+    /// from it: a state digest its events do not rebuild (an edited log), or events that do not
+    /// fit together (anomalies; calls that reuse an id only without `allowsReusedCallIds`). Nil
+    /// when it can.
+    public func distrust(log: String, allowsReusedCallIds: Bool = false) -> EvalError? {
+        if let mismatch = digestMismatch {
+            return EvalError(
+                .digestMismatch,
+                "the state digest recorded at seq \(mismatch.sequence) (step \(mismatch.step)) differs from the state the log folds to: "
+                    + "the log was edited or written by a different fold, so its trajectory cannot be trusted",
+                location: SourceLocation(path: log, sequence: mismatch.sequence),
+                hint: "replay the log to that step to see the recorded and the rebuilt state")
+        }
+        if let anomaly = state.anomalies.first(where: { !allowsReusedCallIds || $0.reusedCallId == nil }) {
+            return EvalError(
+                .anomalousRun,
+                "the log does not fit together (\(state.anomalies.count) anomal\(state.anomalies.count == 1 ? "y" : "ies")): \(anomaly.message)",
+                location: SourceLocation(path: log),
+                hint: "replay the log to see every anomaly; a case cannot be graded on a record that contradicts itself")
+        }
+        return nil
     }
 }

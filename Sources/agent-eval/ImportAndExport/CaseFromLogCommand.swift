@@ -65,6 +65,19 @@ struct CaseFromLogCommand: ParsableCommand, ReadsLogs {
         }
         // A log cut before its first event holds no run to draft a case from.
         if facts.state.eventCount == 0 { throw diagnose(LogError.noEvent(in: log, tear: facts.tear)) }
+        // A record `run` would refuse to grade (an edited log, events that contradict each other)
+        // is no ground for a case either: what the draft pinned could not be trusted. Calls that
+        // only reuse an id are drafted, with a warning: the case must allow them to run.
+        if let distrust = facts.distrust(log: log, allowsReusedCallIds: true) {
+            throw diagnose(
+                EvalError(
+                    distrust.code, distrust.message + "; no case is drafted from it", location: distrust.location, hint: distrust.hint))
+        }
+        if facts.distrust(log: log) != nil {
+            printError(
+                "warning: \(log) reuses call ids (an imported run): the case runs only with allowReusedCallIds: true, "
+                    + "which says so on every report; add it if you accept it")
+        }
         if facts.state.stop == nil {
             printError(
                 "warning: \(log) does not end with run_stopped (the run did not finish): the case sets allowUnfinished: true "
