@@ -101,4 +101,43 @@ struct ATIFTests {
         let (none, _) = try await importRuns([other], format: .atif)
         #expect(none.runs.first?.error?.message.contains("is not an ATIF trajectory") == true, "\(none.runs)")
     }
+
+    @Test(
+        "each result goes to one call: two calls of one id get their own, a result naming no call is said; a step whose calls are no list is an error; a trajectory ending on the user's turn is unfinished"
+    )
+    func resultsAndEnds() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-atif-pairs")
+        defer { scratch.remove() }
+        let head =
+            #"{"schema_version": "ATIF-v1.6", "session_id": "s", "agent": {"name": "bot", "version": "1", "model_name": "m"}, "steps": ["#
+        let twice = try write(
+            head + #"""
+                {"step_id": 1, "source": "user", "message": "pay twice"},
+                {"step_id": 2, "source": "agent", "message": "", "tool_calls": [
+                  {"tool_call_id": "c1", "function_name": "pay", "arguments": {"amt": 1}},
+                  {"tool_call_id": "c1", "function_name": "pay", "arguments": {"amt": 2}}],
+                 "observation": {"results": [{"source_call_id": "c1", "content": "paid 1"},
+                   {"source_call_id": "c1", "content": "Error: card declined"}, {"source_call_id": "ghost", "content": "refunded"}]}},
+                {"step_id": 3, "source": "agent", "message": "done"}]}
+                """#, to: scratch.url.path, "twice.json")
+        let (paired, pairedStates) = try await importRuns([twice], format: .atif)
+        let state = try #require(pairedStates.first)
+        #expect(state.calls.map { $0.lastResult?.status } == [.ok, .error], "\(state.calls)")
+        #expect(paired.runs.first?.warnings.contains { $0.contains("a result for call \"ghost\"") } == true, "\(paired.runs)")
+        let notAList = try write(
+            head
+                + #"{"step_id": 1, "source": "user", "message": "go"}, {"step_id": 2, "source": "agent", "message": "", "tool_calls": {"tool_call_id": "c1", "function_name": "pay"}}]}"#,
+            to: scratch.url.path, "object.json")
+        let (refused, _) = try await importRuns([notAList], format: .atif)
+        #expect(refused.runs.first?.error?.message.contains("agent step 2: tool_calls is no list") == true, "\(refused.runs)")
+        let onUser = try write(
+            head + #"""
+                {"step_id": 1, "source": "user", "message": "my order broke"},
+                {"step_id": 2, "source": "agent", "message": "Should I refund it?"},
+                {"step_id": 3, "source": "user", "message": "no, replace it"}]}
+                """#, to: scratch.url.path, "on-user.json")
+        let (unfinished, unfinishedStates) = try await importRuns([onUser], format: .atif)
+        #expect(unfinishedStates.first?.stop == nil, "the agent never answered the last turn")
+        #expect(unfinished.runs.first?.warnings.contains { $0.contains("ends on a user turn (step 3)") } == true, "\(unfinished.runs)")
+    }
 }

@@ -89,6 +89,8 @@ struct ATIFImporter {
         var ids = CallIds()
         var copied = 0
         var startUs: Int?
+        /// The user step the trajectory ends on, after the agent's last: the agent never answered it.
+        var endingUserStep: Int?
         for step in stepsJSON {
             if step["is_copied_context"]?.boolValue == true {
                 copied += 1
@@ -99,9 +101,21 @@ struct ATIFImporter {
             let text = Self.text(of: step["message"])
             switch step["source"]?.stringValue {
             case "agent":
+                endingUserStep = nil
                 var calls: [ImportedCall] = []
+                let stepNumber = step["step_id"]?.intValue ?? steps.count + 1
+                // A `tool_calls` or `results` that is no list holds calls or results this importer
+                // cannot read: an error, never a step without them (which would be an answer).
+                for (name, value) in [("tool_calls", step["tool_calls"]), ("observation.results", step["observation"]?["results"])]
+                where value != nil && value != .null && value?.arrayValue == nil {
+                    throw ImportError(
+                        .wrongFormat, "agent step \(stepNumber): \(name) is no list", location: SourceLocation(path: file.path),
+                        hint: "ATIF gives each step's tool calls and observation results as lists")
+                }
                 let results = step["observation"]?["results"]?.arrayValue ?? []
                 let toolCalls = step["tool_calls"]?.arrayValue ?? []
+                /// The results already given to a call: one result is one call's, never two.
+                var used = Set<Int>()
                 // Results not tied to a call (source_call_id is optional): one call and one result
                 // pair by position; others stay in the step's records, and the import says so.
                 let untied = results.filter { $0["source_call_id"]?.stringValue == nil }
@@ -118,12 +132,27 @@ struct ATIFImporter {
                     }
                     var imported = ImportedCall(
                         call: ToolCall(id: id, name: call["function_name"]?.stringValue ?? "", arguments: call["arguments"] ?? [:]))
-                    if let result = results.first(where: { $0["source_call_id"]?.stringValue == sourceId && sourceId != nil }) {
-                        imported.result = Self.result(result, timeUs: timeUs)
-                    } else if toolCalls.count == 1, results.count == 1, let only = untied.first {
-                        imported.result = Self.result(only, timeUs: timeUs)
+                    if let sourceId,
+                        let index = results.indices.first(where: {
+                            !used.contains($0) && results[$0]["source_call_id"]?.stringValue == sourceId
+                        })
+                    {
+                        used.insert(index)
+                        imported.result = Self.result(results[index], timeUs: timeUs)
+                    } else if toolCalls.count == 1, results.count == 1, untied.count == 1 {
+                        used.insert(0)
+                        imported.result = Self.result(results[0], timeUs: timeUs)
                     }
                     calls.append(imported)
+                }
+                // A result that names a call the step does not make (or one more than it has
+                // results for) belongs to no call: kept as the step's record, and said.
+                for (index, result) in results.enumerated() where !used.contains(index) {
+                    if let named = result["source_call_id"]?.stringValue {
+                        warnings.append(
+                            "agent step \(stepNumber) has a result for call \"\(named)\", which no call of the step left unanswered: "
+                                + "kept as the step's record, not as a result")
+                    }
                 }
                 let metrics = step["metrics"]
                 let usage = metrics.flatMap { metrics -> TokenUsage? in
@@ -138,6 +167,7 @@ struct ATIFImporter {
                         usage: usage, costUSD: metrics?["cost_usd"]?.doubleValue, timeUs: timeUs))
             case "user":
                 if goal == nil { goal = text }
+                if !steps.isEmpty { endingUserStep = step["step_id"]?.intValue ?? steps.count + 1 }
                 // agent-eval's export marks a turn that ended the conversation: its stop token, as the user gave it.
                 let ending = step["extra"]?["agent_eval"]?["ends"]?.stringValue.flatMap(UserTurn.Ending.init(rawValue:))
                 let token = UserTurn.Ending.tokens.first { $0.ending == ending }.map { " " + $0.token } ?? ""
@@ -169,6 +199,21 @@ struct ATIFImporter {
                 )
             }
         }
+        // Ending on the user's turn, which the agent never answered: what it would have done is not
+        // in the file, so the run did not finish — unless the turn ends the conversation, or the
+        // file is agent-eval's own export, whose recorded stop says how it ended.
+        let userTurns = TranscriptImporter.userTurns(userMessages)
+        if let endingUserStep, trajectory["extra"]?["agent_eval"]?["stop_reason"] == nil {
+            if let ending = userTurns.last?.turn.ends {
+                let answer: String? = if case .answer(let text)? = steps.last?.decision { text } else { nil }
+                stop = (RunStopped(reason: ending.stopReason, answer: answer), "the user's \(ending.rawValue) (step \(endingUserStep))")
+            } else {
+                stop = (nil, TranscriptImporter.userTurnStop)
+                warnings.append(
+                    "the trajectory ends on a user turn (step \(endingUserStep)), which the agent never answered: "
+                        + "the run is imported unfinished (no run_stopped), not as ending on its last reply")
+            }
+        }
         let id = trajectory["trajectory_id"]?.stringValue ?? trajectory["session_id"]?.stringValue
         var metadata = ObjectBuilder()
         metadata.set("schema_version", trajectory["schema_version"]?.stringValue)
@@ -183,7 +228,7 @@ struct ATIFImporter {
             goal: goal ?? "", agentName: name, model: ModelIdentity(provider: "unknown", name: modelName),
             tools: ImportedRun.tools(declaredBy: agent["tool_definitions"]?.arrayValue ?? []), preamble: preamble, steps: steps,
             stop: stop.stopped, startUs: startUs ?? file.modifiedUs, warnings: warnings,
-            userTurns: TranscriptImporter.userTurns(userMessages))
+            userTurns: userTurns)
     }
 
     /// A result's content as text: a string, or the text parts of a `ContentPart` list; a
