@@ -45,6 +45,76 @@ struct TranscriptImportTests {
         #expect(state.calls.map { $0.lastResult?.output } == [.string("paid 1"), .string("paid 2"), .string("paid 3")])
     }
 
+    @Test(
+        "results go to the calls they name: numeric ids out of order pair by id, a result naming no call is kept as a record and said, one without an id pairs by position and is said; calls that are no list are an error"
+    )
+    func resultsGoWhereTheyPoint() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-pairs")
+        defer { scratch.remove() }
+        let numeric = try write(
+            #"""
+            [{"role": "user", "content": "weather in A and B"},
+             {"role": "assistant", "content": null, "tool_calls": [
+               {"id": 1, "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"A\"}"}},
+               {"id": 2, "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"B\"}"}}]},
+             {"role": "tool", "tool_call_id": 2, "content": "B: rain"},
+             {"role": "tool", "tool_call_id": 1, "content": "A: sun"},
+             {"role": "assistant", "content": "A sunny, B rainy"}]
+            """#, to: scratch.url.path, "numeric.json")
+        let (_, numericStates) = try await importRuns([numeric])
+        #expect(numericStates.first?.calls.map { $0.lastResult?.output } == [.string("A: sun"), .string("B: rain")])
+        let loose = try write(
+            #"""
+            [{"role": "user", "content": "two lookups"},
+             {"role": "assistant", "content": null, "tool_calls": [
+               {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}},
+               {"id": "c2", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+             {"role": "tool", "content": "first"},
+             {"role": "tool", "tool_call_id": "ghost", "content": "refunded everything"},
+             {"role": "assistant", "content": "done"}]
+            """#, to: scratch.url.path, "loose.json")
+        let (looseOutcome, looseStates) = try await importRuns([loose])
+        let state = try #require(looseStates.first)
+        #expect(state.calls.map { $0.lastResult?.output } == [.string("first"), nil], "the ghost's result is no call's")
+        let notes = looseOutcome.runs.first?.warnings ?? []
+        #expect(
+            notes.contains { $0.contains("names no call (no tool_call_id): paired with the oldest unanswered call, \"c1\"") }, "\(notes)")
+        #expect(
+            notes.contains { $0.contains("a result for call id \"ghost\", which no unanswered call has: kept as a record only") },
+            "\(notes)")
+        let object = try write(
+            #"[{"role": "user", "content": "go"}, {"role": "assistant", "content": null, "tool_calls": {"id": "c1", "function": {"name": "pay"}}}]"#,
+            to: scratch.url.path, "object.json")
+        let (refused, _) = try await importRuns([object])
+        #expect(refused.runs.first?.error?.message.contains("message 2: tool_calls is no list") == true, "\(refused.runs)")
+    }
+
+    @Test(
+        "an Anthropic reply with calls the API ran itself (a web search, an MCP connector's tool): calls with their results, then the answer"
+    )
+    func serverRunCalls() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-server-tools")
+        defer { scratch.remove() }
+        let transcript = try write(
+            #"""
+            {"model": "claude-x", "system": "s", "messages": [
+             {"role": "user", "content": "Who won yesterday?"},
+             {"role": "assistant", "content": [
+               {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "match result"}},
+               {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [{"type": "web_search_result", "url": "https://x", "title": "t"}]},
+               {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "delete_repo", "server_name": "gh", "input": {"repo": "a/b"}},
+               {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": false, "content": [{"type": "text", "text": "deleted"}]},
+               {"type": "text", "text": "Team A won."}], "stop_reason": "end_turn"}]}
+            """#, to: scratch.url.path, "server.json")
+        let (outcome, states) = try await importRuns([transcript])
+        #expect(outcome.runs.first?.format == "anthropic.messages")
+        let state = try #require(states.first)
+        #expect(state.calls.map(\.tool) == ["web_search", "delete_repo"])
+        #expect(state.calls.allSatisfy { $0.lastResult?.status == .ok }, "\(state.calls)")
+        #expect(state.calls.last?.lastResult?.output == .string("deleted"))
+        #expect(state.stop?.reason == .success && state.stop?.answer == "Team A won.", "\(String(describing: state.stop))")
+    }
+
     @Test("an OpenAI transcript: results paired by id out of order, a reused id, text beside calls, bad JSON, failure in the content")
     func openAITraps() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-openai")

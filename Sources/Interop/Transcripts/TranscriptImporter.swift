@@ -30,9 +30,10 @@ struct TranscriptImporter {
         for message in messages {
             if message["tool_calls"] != nil || message["role"]?.stringValue == "tool" || message["function_call"] != nil { return .openAI }
             for block in message["content"]?.arrayValue ?? [] {
-                switch block["type"]?.stringValue {
-                case "tool_use", "tool_result": return .anthropic
-                default: continue
+                // `tool_use` and `tool_result`, and the calls the API runs itself (`server_tool_use`,
+                // `mcp_tool_use`) with their results (`web_search_tool_result`, `mcp_tool_result`…).
+                if let type = block["type"]?.stringValue, type.hasSuffix("tool_use") || type.hasSuffix("tool_result") {
+                    return .anthropic
                 }
             }
         }
@@ -81,12 +82,18 @@ struct TranscriptImporter {
 
         func attach(_ result: ImportedResult, toId sourceId: String?, record: JSONValue, message: Int) {
             var slot = pending.firstIndex { $0.sourceId == sourceId && sourceId != nil }
-            if slot == nil {
-                if let sourceId {
-                    warnings.append(
-                        "\(describe(message)): a result for call id \"\(sourceId)\", which no unanswered call has; paired by position")
-                }
+            if slot == nil, let sourceId {
+                // It names a call: never another call's result, whatever its place.
+                warnings.append(
+                    "\(describe(message)): a result for call id \"\(sourceId)\", which no unanswered call has: kept as a record only")
+                if !steps.isEmpty { steps[steps.count - 1].records.append(record) } else { preamble.append(record) }
+                return
+            }
+            if slot == nil, !pending.isEmpty {
                 slot = pending.indices.first
+                warnings.append(
+                    "\(describe(message)): a tool result that names no call (no tool_call_id): paired with the oldest unanswered call, "
+                        + "\"\(pending[0].sourceId)\"")
             }
             guard let slot else {
                 warnings.append("\(describe(message)): a tool result with no call before it; kept as a record only")
@@ -106,18 +113,26 @@ struct TranscriptImporter {
             case (_, "assistant"), (_, "model"):
                 userTurn = nil
                 var calls: [ImportedCall] = []
+                /// Results of the calls the API ran itself, in the message that made them.
+                var inlineResults: [JSONValue] = []
                 var text = ""
                 var refusal: String?
                 switch dialect {
                 case .openAI:
                     text = Self.text(of: message["content"])
                     refusal = message["refusal"]?.stringValue
+                    if let listed = message["tool_calls"], listed != .null, listed.arrayValue == nil {
+                        // Calls this importer cannot read: an error, never a message without them.
+                        throw ImportError(
+                            .wrongFormat, "\(file.path): \(describe(index)): tool_calls is no list",
+                            location: SourceLocation(path: file.path), hint: "OpenAI's messages give an assistant's tool calls as a list")
+                    }
                     var proposed = message["tool_calls"]?.arrayValue ?? []
                     if let function = message["function_call"], function != .null { proposed.append(["function": function]) }
                     for call in proposed {
                         let function = call["function"] ?? call
                         let name = function["name"]?.stringValue ?? ""
-                        let (id, sourceId) = logId(for: call["id"]?.stringValue, message: index)
+                        let (id, sourceId) = logId(for: Self.idText(call["id"]), message: index)
                         let arguments = Self.arguments(function["arguments"], call: sourceId, at: describe(index), warnings: &warnings)
                         calls.append(ImportedCall(call: ToolCall(id: id, name: name, arguments: arguments)))
                         pending.append(Pending(step: steps.count, index: calls.count - 1, sourceId: sourceId))
@@ -125,14 +140,21 @@ struct TranscriptImporter {
                 case .anthropic:
                     if let blocks = message["content"]?.arrayValue {
                         for block in blocks {
-                            switch block["type"]?.stringValue {
+                            let type = block["type"]?.stringValue ?? ""
+                            switch type {
                             case "text": text += block["text"]?.stringValue ?? ""
-                            case "tool_use":
+                            case "tool_use", "server_tool_use", "mcp_tool_use":
+                                // A call the API runs itself (a web search, an MCP connector's tool)
+                                // is a call all the same: its result comes in the same message.
                                 let (id, sourceId) = logId(for: block["id"]?.stringValue, message: index)
                                 let arguments = Self.arguments(block["input"], call: sourceId, at: describe(index), warnings: &warnings)
                                 calls.append(
                                     ImportedCall(call: ToolCall(id: id, name: block["name"]?.stringValue ?? "", arguments: arguments)))
                                 pending.append(Pending(step: steps.count, index: calls.count - 1, sourceId: sourceId))
+                            case _ where type.hasSuffix("_tool_result"):
+                                inlineResults.append(block)
+                            case _ where type.hasSuffix("tool_use") || type.hasSuffix("tool_result"):
+                                warnings.append("\(describe(index)): a \(type) block, which this importer does not read, is left out")
                             default: continue
                             }
                         }
@@ -159,13 +181,34 @@ struct TranscriptImporter {
                         decision: decision, raw: message, format: dialect.messageFormat, records: [message],
                         usage: Self.usage(message["usage"]),
                         timeUs: Self.timeUs(message)))
+                // The API ran every call of the message itself and wrote its answer after their
+                // results: the calls are a step, and the answer the step after it.
+                let answersAfterItsCalls =
+                    !calls.isEmpty && !text.isEmpty
+                    && calls.allSatisfy { call in inlineResults.contains { $0["tool_use_id"]?.stringValue == call.call.id } }
+                for block in inlineResults {
+                    let content = block["content"]
+                    var output = Self.text(of: content)
+                    if output.isEmpty, let content, content != .null { output = JSONWriter.encodeString(content) }
+                    let failed =
+                        block["is_error"]?.boolValue == true || content?["type"]?.stringValue?.hasSuffix("_error") == true
+                    let result = ImportedResult.fromContent(output, isError: failed, timeUs: Self.timeUs(message))
+                    attach(
+                        result, toId: block["tool_use_id"]?.stringValue, record: ["role": "assistant", "content": [block]], message: index)
+                }
+                if answersAfterItsCalls {
+                    steps.append(
+                        ImportedStep(
+                            decision: .answer(text), raw: message, format: dialect.messageFormat, records: [], usage: nil,
+                            timeUs: Self.timeUs(message)))
+                }
             case (.openAI, "tool"), (.openAI, "function"):
                 // Inspect marks a failed call with `error: {type, message}` beside the content.
                 let error = message["error"].flatMap { $0 == .null ? nil : ($0["message"]?.stringValue ?? $0.stringValue ?? "error") }
                 var result = ImportedResult.fromContent(
                     Self.text(of: message["content"]), isError: error != nil, timeUs: Self.timeUs(message))
                 if let error { result.error = error }
-                attach(result, toId: message["tool_call_id"]?.stringValue, record: message, message: index)
+                attach(result, toId: Self.idText(message["tool_call_id"]), record: message, message: index)
                 userTurn = nil
             case (.anthropic, "user")
             where message["content"]?.arrayValue?.contains(where: { $0["type"]?.stringValue == "tool_result" }) == true:
@@ -234,6 +277,16 @@ struct TranscriptImporter {
         guard messages.count > 1 else { return [] }
         return messages.enumerated().map { number, message in
             (message.beforeStep, UserTurn(turn: number + 1, parsing: message.text, source: .given))
+        }
+    }
+
+    /// A call id as a source writes it: a string, or a whole number (some write `"id": 1`).
+    static func idText(_ value: JSONValue?) -> String? {
+        switch value {
+        case .string(let text)?: return text
+        case .int(let number)?: return String(number)
+        case .double(let number)? where number.rounded() == number && abs(number) < 9e15: return String(Int(number))
+        default: return nil
         }
     }
 
