@@ -74,15 +74,18 @@ public enum MCPApprovals {
     /// The folder of a log's approvals.
     public static func directory(forLog log: String) -> String { log + ".approvals" }
 
-    /// The calls that wait in the proxy writing `log`, by call id.
+    /// The calls that wait in the proxy writing `log`, by call id. What each call is — its tool,
+    /// arguments, rule — is read from where the proxy keeps the call's proof, which the agent's
+    /// tools do not reach: the pending file beside the log says only which calls wait, since an
+    /// agent that can write there could make it show another call than the one that would run.
     public static func pending(log: String) -> [PendingCall] {
         let directory = directory(forLog: log)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.filter { $0.hasSuffix(".pending.json") }.sorted().compactMap { name in
             guard let data = FileManager.default.contents(atPath: directory + "/" + name),
-                let value = try? JSONParser.parse(Array(data))
+                let value = try? JSONParser.parse(Array(data)), let shown = PendingCall(value)
             else { return nil }
-            return PendingCall(value)
+            return proofRecord(log: log, callId: shown.callId)?.call ?? shown
         }
     }
 
@@ -148,13 +151,13 @@ public enum MCPApprovals {
     /// Asks for an answer to `call`, which waits in the proxy writing `log`: its proof, then its
     /// pending file. (Public for what stands in for a proxy, as tests of `approve` do.)
     public static func ask(log: String, call: PendingCall) throws {
-        // The proof first: a call is never seen waiting without one.
-        try writeProof(log: log, callId: call.callId)
+        // What a person reads to decide, redacted as the log is: a secret in the arguments is no
+        // more in these files than in the log.
+        let text = Redactor.standard.redactEncoded(String(decoding: JSONWriter.encode(call.json), as: UTF8.self))
+        // The proof first, with the call as it will run: a call is never seen waiting without one.
+        try writeProof(log: log, callId: call.callId, call: (try? JSONParser.parse(Array(text.utf8))) ?? call.json)
         let directory = directory(forLog: log)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        // What a person reads to decide, redacted as the log is: a secret in the arguments is no
-        // more in this file than in the log.
-        let text = Redactor.standard.redactEncoded(String(decoding: JSONWriter.encode(call.json), as: UTF8.self))
         // Made aside, readable by this user alone, then renamed into place whole.
         let aside = directory + "/.\(call.callId).pending.\(getpid()).json"
         guard FileManager.default.createFile(atPath: aside, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
@@ -220,7 +223,7 @@ public enum MCPApprovals {
         return proofDirectory().map { $0 + "/" + ContentHash.sha256Hex(Array((path + "\n" + callId).utf8)) }
     }
 
-    private static func writeProof(log: String, callId: String) throws {
+    private static func writeProof(log: String, callId: String, call: JSONValue) throws {
         guard let path = proofPath(log: log, callId: callId) else {
             throw RecordingError(
                 .approvalFailed,
@@ -236,17 +239,27 @@ public enum MCPApprovals {
             throw RecordingError(.approvalFailed, "cannot write the proof of call \"\(callId)\" at \(path): \(why)")
         }
         defer { close(fd) }
-        let bytes = Array(proof.utf8)
+        let bytes = JSONWriter.encode(["proof": .string(proof), "call": call] as JSONValue)
         guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
             throw RecordingError(.approvalFailed, "cannot write the proof of call \"\(callId)\" at \(path)")
         }
     }
 
     private static func readProof(log: String, callId: String) -> String? {
+        proofRecord(log: log, callId: callId)?.proof
+    }
+
+    /// A call's proof and the call as the proxy asked about it, from where the agent's tools do
+    /// not reach; nil when it cannot be read.
+    private static func proofRecord(log: String, callId: String) -> (proof: String, call: PendingCall?)? {
         guard let path = proofPath(log: log, callId: callId), let data = FileManager.default.contents(atPath: path), !data.isEmpty else {
             return nil
         }
-        return String(decoding: data, as: UTF8.self)
+        guard let value = try? JSONParser.parse(Array(data)), let proof = value["proof"]?.stringValue else {
+            // Written by an agent-eval before the record held the call: the proof alone.
+            return (String(decoding: data, as: UTF8.self), nil)
+        }
+        return (proof, value["call"].flatMap(PendingCall.init))
     }
 
     /// Removes a call's files, and the folder once it is empty, under the folder's lock.
