@@ -29,6 +29,17 @@ public struct ImportedRun: Sendable {
     /// a parent after its children). `collect` writes such a trace's run unfinished until the
     /// parent comes; `import` reads the span as a root and says so.
     public var openBecause: String?
+    /// Writes the run unfinished (no `run_stopped`; `source.stop` `incomplete`) because its
+    /// source lacks part of it (`why`): what it did in the part left out is not known, so a case
+    /// over it could not run (or, allowing unfinished runs, is checked as far as it went) — never
+    /// a pass on a record that looks whole. A run already unfinished stays as it is.
+    public mutating func leaveUnfinished(because why: String) {
+        guard stop != nil else { return }
+        stop = nil
+        source.stop = "incomplete"
+        warnings.append("\(why): the run is written unfinished (no run_stopped), not as its source ended it")
+    }
+
     /// A conversation's user turns (a transcript with more than one user message), each with the
     /// index of the step it comes before (`steps.count` for one after the last step): written as
     /// `user_turn` events. Empty for a run on one input.

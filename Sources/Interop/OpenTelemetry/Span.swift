@@ -79,14 +79,22 @@ enum SpanReader {
     struct Read: Sendable {
         var spans: [Span]
         var notes: [String] = []
+        /// Spans left out for want of ids: which trace they were of is not known, so any run of
+        /// the file may lack them.
+        var unidentified = 0
 
-        /// `runs` with the reading's notes among each run's warnings.
+        /// `runs` with the reading's notes among each run's warnings; with spans left out, each
+        /// run written unfinished (`ImportedRun.leaveUnfinished`): no case passes on what it
+        /// may lack.
         func noted(_ runs: [Result<ImportedRun, ImportError>]) -> [Result<ImportedRun, ImportError>] {
             guard !notes.isEmpty else { return runs }
             return runs.map { result in
                 result.map { run in
                     var run = run
                     run.warnings += notes
+                    if unidentified > 0 {
+                        run.leaveUnfinished(because: "\(counted(unidentified, "span")) of the source had no ids and were left out")
+                    }
                     return run
                 }
             }
@@ -112,6 +120,7 @@ enum SpanReader {
             spans.append(span)
         }
         var read = Read(spans: spans.reversed())
+        read.unidentified = found.unidentified
         if found.unidentified > 0 {
             read.notes.append(
                 "\(counted(found.unidentified, "span")) of \(file.path) had no trace id or no span id (an id of zeros is none) and "

@@ -274,6 +274,7 @@ public final class TraceCollector: Sendable {
                 run.warnings.append(
                     "\(counted(refused.requests, "request")) (\(refused.bytes) bytes) of this trace were refused: it had reached "
                         + "--max-trace (\(maxTraceBytes) bytes), so the log lacks their spans")
+                run.leaveUnfinished(because: "the trace lacks the spans of \(counted(refused.requests, "refused request"))")
             }
             if let open = run.openBecause {
                 // The trace is still open: its run is written unfinished (no stop), so a case over
