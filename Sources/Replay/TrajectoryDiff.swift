@@ -158,6 +158,12 @@ public struct TrajectoryDiff: Sendable {
             var started: Int?
             for recorded in step.events {
                 started = started ?? recorded.event.timeUs
+                // What the user said is part of a conversation's trajectory: the same agent given
+                // other words is another run, whatever it did with them.
+                if case .userTurn(let turn) = recorded.event.payload {
+                    decisions.append("user \(turn.turn): \(turn.text)" + (turn.ends.map { " (\($0.rawValue))" } ?? ""))
+                    continue
+                }
                 guard case .decisionMade(let made) = recorded.event.payload else { continue }
                 switch made.outcome {
                 case .valid(.toolCalls(let calls)):

@@ -67,6 +67,34 @@ struct DiffTests {
         }
     }
 
+    @Test(
+        "two conversations in which the user said otherwise are not the same trajectory, whatever the agent did: the first difference is the user's turn"
+    )
+    func userTurnsDiffer() async throws {
+        try await TemporaryDirectory.with { directory in
+            func converse(_ name: String, saying text: String) async throws -> String {
+                let path = directory.path(name)
+                let agent = Agent(
+                    name: "a", instructions: "",
+                    model: ScriptedModel(name: "s", decisions: Array(repeating: ModelReply(decision: ["answer": "ok"]), count: 3)),
+                    tools: ToolRegistry([]))
+                let user = CaseUser(
+                    opening: "my order broke", lines: [CaseUser.Line(turn: 2, say: text), CaseUser.Line(say: "bye", end: .userStop)])
+                _ = try await AgentRuntime(agent: agent, environment: .deterministic(runId: "r", clock: SteppingClock())).converse(
+                    Conversation(user: user), log: path)
+                return path
+            }
+            let yes = try await converse("yes.jsonl.gz", saying: "Yes, refund it")
+            let no = try await converse("no.jsonl.gz", saying: "Do NOT refund")
+            #expect(try TrajectoryDiff.compare(left: yes, right: yes).isSame)
+            let diff = try TrajectoryDiff.compare(left: yes, right: no)
+            #expect(!diff.isSame)
+            #expect(
+                diff.first?.left.contains("Yes, refund it") == true && diff.first?.right.contains("Do NOT refund") == true,
+                "\(String(describing: diff.first))")
+        }
+    }
+
     @Test("two long runs (2,500 steps each) are aligned within a bounded table: alike ends paired, the middle by position")
     func longRunsAlignBounded() {
         func step(_ number: Int, _ decision: String) -> TrajectoryDiff.StepSketch {
