@@ -159,7 +159,7 @@ struct FailClosedTests {
                 if case .runStopped(let stop) = event.payload { return stop }
                 return nil
             }.last)
-        #expect(stop.reason == .blocked && stop.error?.contains("names 2 tools the server") == true, "\(stop)")
+        #expect(stop.reason == .blocked && stop.error?.contains("has 2 entries that would never apply to the server") == true, "\(stop)")
 
         // The same file over a recorded run: audit cannot vouch for anything it judged.
         let audit = try await agentEval(["audit", "--policy", directory.path("typo.policy.yaml"), fixture("support-sample.jsonl.gz")])

@@ -530,6 +530,53 @@ struct MCPProxyInputTests {
         #expect(answers.first { $0["id"] == 3 }?["result"]?["content"]?.arrayValue?.first?["text"] != "hello, ann", "\(answers)")
     }
 
+    @Test(
+        "a policy's rules that reach nothing here are said: a tool pattern that matches no tool, an argument the tool does not declare; a server named literally loads, and one that is not this server refuses every call"
+    )
+    func unreachableRules() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        func policy(server: String) -> String {
+            """
+            policy:
+              name: reach
+              default: allow
+              rules:
+                - id: no-greets
+                  when: {tool: "gret*"}
+                  verdict: deny
+                - id: no-admins
+                  when:
+                    tool: greet
+                    arguments: {nme: {equals: admin}}
+                  verdict: deny
+                - id: this-server
+                  when: {server: \(server), tool: greet, arguments: {name: {equals: nobody}}}
+                  verdict: deny
+
+            """
+        }
+        try policy(server: "legacy").write(toFile: directory.path("reach.policy.yaml"), atomically: true, encoding: .utf8)
+        let call = #"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"greet","arguments":{"name":"ann"}}}"#
+        let (answers, result) = try await Self.rawSession(
+            [call], log: "reach.jsonl.gz", proxy: ["--policy", "reach.policy.yaml", "--name", "legacy"], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(answers.first { $0["id"] == 3 }?["result"]?["content"]?.arrayValue?.first?["text"] == "hello, ann", "\(answers)")
+        #expect(result.stderr.contains(#"rule "no-greets": the tool pattern "gret*" matches none of the tools here"#), "\(result.stderr)")
+        #expect(
+            result.stderr.contains(#"rule "no-admins": argument nme is not one greet declares (its arguments: name)"#), "\(result.stderr)")
+        #expect(result.stderr.contains(#"did you mean "name"?"#), "\(result.stderr)")
+        // A rule for a server that is not this one never applies: the misspelling refuses every call.
+        try policy(server: "legacyy").write(toFile: directory.path("reach.policy.yaml"), atomically: true, encoding: .utf8)
+        let (refusedAnswers, refused) = try await Self.rawSession(
+            [call], log: "refused.jsonl.gz", proxy: ["--policy", "reach.policy.yaml", "--name", "legacy"], in: directory)
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains(#"names the MCP server "legacyy", and the calls judged here are the server "legacy"'s"#),
+            "\(refused.stderr)")
+        #expect(refusedAnswers.first { $0["id"] == 3 }?["result"]?["content"]?.arrayValue?.first?["text"] != "hello, ann")
+    }
+
     @Test("a tools/call that names no tool is refused (-32602), reaches no server, and the summary counts it with the refused")
     func namelessCall() async throws {
         let directory = try TemporaryDirectory()

@@ -618,6 +618,11 @@ public enum AgentFile {
                 guard let serverNode = condition.optional("server") else { return }
                 rule.servers = try serverNode.strings("\(what) server").map(Glob.init)
                 for glob in rule.servers where glob.isLiteral && !servers.contains(glob.pattern) {
+                    // A policy file's server is the one it is given to: checked by its reader.
+                    guard !servers.contains("*") else {
+                        references.append(ToolReference(name: glob.pattern, location: serverNode.location, what: what, isServer: true))
+                        continue
+                    }
                     unknown.append(
                         ConfigError(
                             .invalidValue, "\(what) names the MCP server \"\(glob.pattern)\", which the agent does not have",

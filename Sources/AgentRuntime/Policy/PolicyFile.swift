@@ -50,7 +50,7 @@ public struct PolicyFile: Sendable {
         let known = Set(tools)
         let sorted = Array(known).sorted()
         var errors: [ConfigError] = []
-        for reference in toolReferences where !known.contains(reference.name) {
+        for reference in toolReferences where !reference.isServer && !known.contains(reference.name) {
             errors.append(
                 ConfigError(
                     .invalidValue,
@@ -66,6 +66,54 @@ public struct PolicyFile: Sendable {
                     hint: ConfigNode.suggestion(for: entry.pattern.pattern, among: sorted).map { "did you mean \"\($0)\"?" }))
         }
         return errors
+    }
+
+    /// What in the file's rules reaches none of `tools` though it is no error: a tool glob that
+    /// matches none of them (a misspelling, or a rule for another server's tools), and an
+    /// argument path whose first key no tool the rule names declares (`change.role` where the
+    /// tool takes `changes`) — each a sentence, for a note: such a rule never applies here.
+    public func unreachableConditions(among tools: [ServedTool]) -> [String] {
+        let names = tools.map(\.name).sorted()
+        var notes: [String] = []
+        for rule in policy.rules {
+            for glob in rule.tools where !glob.isLiteral && !names.contains(where: glob.matches) {
+                notes.append(
+                    "rule \"\(rule.id)\": the tool pattern \"\(glob.pattern)\" matches none of the tools here (\(Self.listed(names))): "
+                        + "it never applies to this server")
+            }
+            let named = tools.filter { tool in rule.tools.contains { $0.isLiteral && $0.matches(tool.name) } }
+            guard !named.isEmpty else { continue }
+            for condition in rule.arguments {
+                guard let first = condition.path.first else { continue }
+                let declaring = named.filter { tool in
+                    guard let properties = tool.inputSchema["properties"]?.objectValue else { return true }
+                    return properties[first] != nil || tool.inputSchema["additionalProperties"] != .bool(false) && properties.isEmpty
+                }
+                if declaring.isEmpty {
+                    let known = named.flatMap { $0.inputSchema["properties"]?.objectValue.map { Array($0.keys) } ?? [] }
+                    notes.append(
+                        "rule \"\(rule.id)\": argument \(condition.path.joined(separator: ".")) is not one \(named.map(\.name).joined(separator: ", ")) "
+                            + "declares (its arguments: \(known.isEmpty ? "none" : known.sorted().joined(separator: ", "))): the condition "
+                            + "never sees a value"
+                            + (ConfigNode.suggestion(for: first, among: known).map { "; did you mean \"\($0)\"?" } ?? ""))
+                }
+            }
+        }
+        return notes
+    }
+
+    /// The MCP servers the file's rules name (`server:`, literally) that are not `server`, the
+    /// one it judges calls to (`mcp-proxy --name`): each an error at its line — the rule would
+    /// never apply.
+    public func unknownServers(besides server: String) -> [ConfigError] {
+        toolReferences.filter { $0.isServer && $0.name != server }.map { reference in
+            ConfigError(
+                .invalidValue,
+                "\(reference.what) names the MCP server \"\(reference.name)\", and the calls judged here are the server \"\(server)\"'s: "
+                    + "the rule would never apply", at: reference.location,
+                hint: ConfigNode.suggestion(for: reference.name, among: [server]).map { "did you mean \"\($0)\"?" }
+                    ?? "name the server with mcp-proxy --name, or drop server: from the rule")
+        }
     }
 
     /// `unknownTools(among:)` where `tools` may be only some of the tools the file is written

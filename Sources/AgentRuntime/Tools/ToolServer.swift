@@ -205,11 +205,14 @@ public struct ToolReference: Sendable, Hashable {
     public var location: SourceLocation
     /// What names it, for the message: `rule "no-writes"`.
     public var what: String
+    /// Whether the name is an MCP server's (a rule's `server:`), not a tool's.
+    public var isServer = false
 
-    public init(name: String, location: SourceLocation, what: String) {
+    public init(name: String, location: SourceLocation, what: String, isServer: Bool = false) {
         self.name = name
         self.location = location
         self.what = what
+        self.isServer = isServer
     }
 }
 

@@ -176,7 +176,9 @@ actor MCPProxySession {
     private func learned() async {
         await log.learned(tools: tools, client: clientInfo, server: serverInfo)
         guard isListed, policyProblem == nil else { return }
-        let problems = settings.policy.unknownTools(among: tools.map(\.name))
+        for note in settings.policy.unreachableConditions(among: tools) { settings.notices?("warning: the policy file's \(note)") }
+        let problems =
+            settings.policy.unknownTools(among: tools.map(\.name)) + settings.policy.unknownServers(besides: settings.serverName)
         guard let first = problems.first else { return }
         for problem in problems {
             settings.notices?(
@@ -184,8 +186,8 @@ actor MCPProxySession {
                     + (problem.hint.map { "; \($0)" } ?? ""))
         }
         policyProblem =
-            "the policy file\(settings.policyPath.map { " \($0)" } ?? "") names \(counted(problems.count, "tool")) the server "
-            + "\(settings.serverName) does not have (\(first.message)); every call is refused until it is fixed"
+            "the policy file\(settings.policyPath.map { " \($0)" } ?? "") has \(counted(problems.count, "entry", plural: "entries")) that would never apply to "
+            + "the server \(settings.serverName) (\(first.message)); every call is refused until it is fixed"
     }
 
     /// Who the client is, from its `initialize`.
