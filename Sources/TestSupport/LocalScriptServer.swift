@@ -26,12 +26,27 @@ public final class LocalScriptServer: Sendable {
         } catch {
             throw ServerError(message: "cannot start \(command.joined(separator: " ")): \(error)")
         }
+        // Its "PORT <n>" line, within a minute: a script that hangs before it listens fails the
+        // test, never holds it (a read without a time limit would wait for ever).
         var line: [UInt8] = []
-        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != 0x0A { line.append(byte) }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
+        let descriptor = output.fileHandleForReading.fileDescriptor
+        let deadline = ContinuousClock.now + .seconds(60)
+        reading: while line.last != 0x0A {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { break }
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(left.components.seconds * 1000 + 1)) > 0 else { continue }
+            var byte: UInt8 = 0
+            guard read(descriptor, &byte, 1) == 1 else { break reading }
+            line.append(byte)
+        }
+        let text = String(decoding: line.prefix { $0 != 0x0A }, as: UTF8.self)
+        guard line.last == 0x0A, text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
             process.terminate()
-            throw ServerError(message: "\(command.joined(separator: " ")) did not start (it printed \"\(text)\")")
+            throw ServerError(
+                message:
+                    "\(command.joined(separator: " ")) did not start (it printed \"\(text)\"\(line.last == 0x0A ? "" : ", and no whole line within 60 s"))"
+            )
         }
         self.port = port
         self.process = process
