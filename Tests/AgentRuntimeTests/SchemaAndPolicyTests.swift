@@ -250,6 +250,8 @@ struct PolicyTests {
             (.equals(50000), ["amount": "0x c350"], "fails"),
             (.matches("^5[0-9]{4}$"), ["amount": "50000"], "holds"),
             (.matches("^5[0-9]{4}$"), ["amount": "+50000"], "undecidable"),
+            // A string the pattern matches as it is stays that match (a zip code, an id with zeros).
+            (.matches("^[0-9]{5}$"), ["amount": "02139"], "holds"),
             (.oneOf(["A-1", 7]), ["amount": "7"], "holds"),
             (.matches("^5"), ["amount": 50000], "holds"),
             (.matches("^5"), ["amount": [5]], "undecidable"),

@@ -316,20 +316,21 @@ public struct ArgumentCondition: Sendable {
             guard let value else { return .fails }
             switch value {
             case .string(let text):
-                let asText = regex.matches(text)
+                if regex.matches(text) { return .holds }
                 // A number written as a string (`"+50000"`) may reach the server as that number:
-                // when the pattern says otherwise of the number's JSON text, which one the server
-                // reads is not known here, and neither is the verdict.
+                // when the pattern holds of the number's JSON text, which one the server reads is
+                // not known here, and neither is the verdict. (Only this way round: a string the
+                // pattern matches as it is — a zip code `"02139"` — is judged as the text.)
                 if let number = number(value), number.isFinite {
                     let numberText = JSONWriter.encodeString(
                         number.rounded() == number && abs(number) < 9e15 ? .int(Int(number)) : .double(number))
-                    if regex.matches(numberText) != asText {
+                    if regex.matches(numberText) {
                         return .undecidable(
                             "\(where_) is \(JSONWriter.encodeString(value).prefix(80)), which a server may read as the number \(numberText); "
-                                + "the pattern says otherwise of the one than of the other")
+                                + "the pattern holds of the number and not of the text")
                     }
                 }
-                return asText ? .holds : .fails
+                return .fails
             case .int, .double, .bool: return regex.matches(JSONWriter.encodeString(value)) ? .holds : .fails
             case .null: return .fails
             case .array, .object:
