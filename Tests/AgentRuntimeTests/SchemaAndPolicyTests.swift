@@ -248,6 +248,8 @@ struct PolicyTests {
             (.equals(999123), ["amount": " 999123"], "holds"),
             (.atLeast(10001), ["amount": "+050_000"], "holds"),
             (.equals(50000), ["amount": "0x c350"], "fails"),
+            (.atLeast(10001), ["amount": "nan"], "undecidable"),
+            (.atMost(100), ["amount": "-inf"], "undecidable"),
             (.matches("^5[0-9]{4}$"), ["amount": "50000"], "holds"),
             (.matches("^5[0-9]{4}$"), ["amount": "+50000"], "undecidable"),
             // A string the pattern matches as it is stays that match (a zip code, an id with zeros).

@@ -249,13 +249,15 @@ public struct ArgumentCondition: Sendable {
 
     /// The number a server's lax reading makes of `text` (pydantic, Python's `int` and `float`):
     /// white space around it, a `+`, leading zeros and `_` between digits (`" +050_000 "` is
-    /// 50000), an exponent, `inf` and `nan`; nil for anything else (hexadecimal included).
+    /// 50000), an exponent; nil for anything else — hexadecimal, and `inf` and `nan`, which no
+    /// bound can judge (undecidable, so a rule that denies applies).
     static func laxNumber(_ text: String) -> Double? {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty, !trimmed.contains(where: { $0 == "x" || $0 == "X" || $0 == "p" || $0 == "P" }),
-            !trimmed.hasPrefix("_"), !trimmed.hasSuffix("_"), !trimmed.contains("__")
+            !trimmed.hasPrefix("_"), !trimmed.hasSuffix("_"), !trimmed.contains("__"),
+            let number = Double(trimmed.replacingOccurrences(of: "_", with: "")), number.isFinite
         else { return nil }
-        return Double(trimmed.replacingOccurrences(of: "_", with: ""))
+        return number
     }
 
     public func judge(_ arguments: JSONValue) -> Judgement {
