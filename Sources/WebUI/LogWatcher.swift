@@ -149,8 +149,14 @@ final class LogWatcher: Sendable {
                             newDirectories.append(path)
                         }
                         // A folder moved away (renamed, out of the tree) or removed: the logs the
-                        // catalog knew in it are nowhere the kernel names, so all are looked at again.
-                        if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_MOVED_FROM | IN_DELETE) != 0 { folderLeft = true }
+                        // catalog knew in it are nowhere the kernel names, so all are looked at
+                        // again. (Not a log's approvals folder, removed when its last call is
+                        // settled: that is news of its log alone, below.)
+                        if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_MOVED_FROM | IN_DELETE) != 0,
+                            !path.hasSuffix(".jsonl.gz.approvals")
+                        {
+                            folderLeft = true
+                        }
                         if let log = Self.log(changedBy: path) { logs.append(log) }
                     }
                 }
