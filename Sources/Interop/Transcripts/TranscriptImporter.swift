@@ -132,7 +132,7 @@ struct TranscriptImporter {
                     for call in proposed {
                         let function = call["function"] ?? call
                         let name = function["name"]?.stringValue ?? ""
-                        let (id, sourceId) = logId(for: Self.idText(call["id"]), message: index)
+                        let (id, sourceId) = logId(for: call["id"].flatMap(EpisodeFinder.scalarText), message: index)
                         let arguments = Self.arguments(function["arguments"], call: sourceId, at: describe(index), warnings: &warnings)
                         calls.append(ImportedCall(call: ToolCall(id: id, name: name, arguments: arguments)))
                         pending.append(Pending(step: steps.count, index: calls.count - 1, sourceId: sourceId))
@@ -208,7 +208,7 @@ struct TranscriptImporter {
                 var result = ImportedResult.fromContent(
                     Self.text(of: message["content"]), isError: error != nil, timeUs: Self.timeUs(message))
                 if let error { result.error = error }
-                attach(result, toId: Self.idText(message["tool_call_id"]), record: message, message: index)
+                attach(result, toId: message["tool_call_id"].flatMap(EpisodeFinder.scalarText), record: message, message: index)
                 userTurn = nil
             case (.anthropic, "user")
             where message["content"]?.arrayValue?.contains(where: { $0["type"]?.stringValue == "tool_result" }) == true:
@@ -277,16 +277,6 @@ struct TranscriptImporter {
         guard messages.count > 1 else { return [] }
         return messages.enumerated().map { number, message in
             (message.beforeStep, UserTurn(turn: number + 1, parsing: message.text, source: .given))
-        }
-    }
-
-    /// A call id as a source writes it: a string, or a whole number (some write `"id": 1`).
-    static func idText(_ value: JSONValue?) -> String? {
-        switch value {
-        case .string(let text)?: return text
-        case .int(let number)?: return String(number)
-        case .double(let number)? where number.rounded() == number && abs(number) < 9e15: return String(Int(number))
-        default: return nil
         }
     }
 

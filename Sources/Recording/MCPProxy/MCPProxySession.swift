@@ -123,6 +123,8 @@ actor MCPProxySession {
     /// The proxy's own listing failed in this generation: calls are judged without it rather
     /// than each waiting for another listing that will not come.
     private var listingFailed = false
+    /// The policy's unreachable conditions already warned of (`learned`).
+    private var warnedConditions = Set<String>()
     /// The policy file names tools the server does not have (found when its tools are listed):
     /// every call is refused from then on, and the session does not end `success`.
     private var policyProblem: String?
@@ -176,7 +178,10 @@ actor MCPProxySession {
     private func learned() async {
         await log.learned(tools: tools, client: clientInfo, server: serverInfo)
         guard isListed, policyProblem == nil else { return }
-        for note in settings.policy.unreachableConditions(among: tools) { settings.notices?("warning: the policy file's \(note)") }
+        // Each said once a session, however often the tools are learned again.
+        for note in settings.policy.unreachableConditions(among: tools) where warnedConditions.insert(note).inserted {
+            settings.notices?("warning: the policy file's \(note)")
+        }
         let problems =
             settings.policy.unknownTools(among: tools.map(\.name)) + settings.policy.unknownServers(besides: settings.serverName)
         guard let first = problems.first else { return }
