@@ -79,8 +79,10 @@ struct ExportedRun {
     /// The agent's instructions: the stored prompt of the first context built, when stored as text.
     private(set) var instructions: String?
     private(set) var forked: RunForked?
-    /// A conversation's user turns after the first (whose text is the goal), each with its event.
-    private(set) var laterTurns: [(turn: UserTurn, event: Event)] = []
+    /// A conversation's user turns, the first (whose text is the goal) too, each with its event.
+    private(set) var userTurns: [(turn: UserTurn, event: Event)] = []
+    /// Its turns after the first.
+    var laterTurns: [(turn: UserTurn, event: Event)] { userTurns.filter { $0.turn.turn > 1 } }
     /// The time of the log's last event.
     private(set) var lastUs: Int
     /// Stored contents, by hash, as the log holds them (their bytes decoded only when asked for).
@@ -170,9 +172,9 @@ struct ExportedRun {
                     }
                 }
             case .userTurn(let turn):
+                userTurns.append((turn, event))
                 // The first turn is the goal, which the history starts with.
                 guard turn.turn > 1 else { break }
-                laterTurns.append((turn, event))
                 if keepsConversation, !turn.text.isEmpty {
                     history += givenBack.map { Message.result(callId: $0.callId, response: $0.response) }
                     givenBack = []

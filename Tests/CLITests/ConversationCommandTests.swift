@@ -323,7 +323,7 @@ struct ConversationCommandTests {
     }
 
     @Test(
-        "a conversation exports to ATIF with a user step per turn and to OTLP with the chat as input messages, and ATIF imports back as the same conversation"
+        "a conversation exports to ATIF with a user step per turn and to OTLP with the chat as input messages and each turn as an event, and both import back as the same conversation"
     )
     func exportsAndImportsBack() async throws {
         try await TemporaryDirectory.with { directory in
@@ -354,6 +354,27 @@ struct ConversationCommandTests {
             let text = try String(contentsOfFile: directory.path("otlp.json"), encoding: .utf8)
             #expect(
                 text.contains(#"{\"parts\":[{\"content\":\"yes, please\",\"type\":\"text\"}],\"role\":\"user\"}"#), "\(text.prefix(2000))")
+            // The OTLP export imports back as the same conversation: every turn, the one that ended it too
+            // (said in no model call's input), each before the step that answered it.
+            let fromOTLP = try await agentEval([
+                "import", "otlp", directory.path("otlp.json"), "--out", directory.path("in-otlp"), "--no-catalog",
+            ])
+            #expect(fromOTLP.status == 0, "\(fromOTLP.stderr)")
+            let otlpLog = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: directory.path("in-otlp")).first { $0.hasSuffix(".jsonl.gz") })
+            let viaOTLP = try Self.state(directory.path("in-otlp/" + otlpLog))
+            #expect(viaOTLP.userTurns.map(\.turn.text) == original.userTurns.map(\.turn.text))
+            #expect(viaOTLP.userTurns.map(\.turn.ends) == original.userTurns.map(\.turn.ends))
+            #expect(viaOTLP.userTurns.map(\.turn.source) == original.userTurns.map(\.turn.source))
+            #expect(
+                viaOTLP.userTurns.map(\.turn.usage) == original.userTurns.map(\.turn.usage), "the user's model's tokens stay the user's")
+            #expect(viaOTLP.dialogue.map(\.text) == original.dialogue.map(\.text), "each turn before the reply that answered it")
+            #expect(viaOTLP.stop?.reason == .userStop)
+            #expect(viaOTLP.anomalies.isEmpty, "\(viaOTLP.anomalies)")
+            // Without content no words of the user leave the log, and none come back.
+            let bare = try await agentEval(["export", "otlp", log, "--output", directory.path("bare.json")])
+            #expect(bare.status == 0, "\(bare.stderr)")
+            #expect(!(try String(contentsOfFile: directory.path("bare.json"), encoding: .utf8)).contains("yes, please"))
         }
     }
 

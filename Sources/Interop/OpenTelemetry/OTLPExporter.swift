@@ -380,11 +380,30 @@ private struct RunSpans {
         let rootSpan = span(
             id: root, parent: nil, name: "invoke_agent \(started.agent.name)", kind: 1, startUs: startUs, endUs: endUs,
             attributes: rootAttributes,
-            events: evaluationEvents, status: rootStatus)
+            events: (includeContent ? run.userTurns.map(userTurnEvent) : []) + evaluationEvents, status: rootStatus)
         return [rootSpan] + spans
     }
 
     func text(_ value: String?) -> JSONValue? { value.map { .string($0) } }
+
+    /// A conversation's user turn: an event of the run's span, at the step it starts, with what
+    /// the user said (content: exported only with it) and how the turn was made, so that
+    /// `import otlp` gives the conversation back turn by turn (docs/interop.md).
+    func userTurnEvent(_ turn: (turn: UserTurn, event: Event)) -> JSONValue {
+        let said = turn.turn
+        return spanEvent(
+            "agent_eval.user_turn", at: turn.event.timeUs,
+            [
+                ("agent_eval.turn", .int(said.turn)), ("agent_eval.step", .int(turn.event.step)),
+                ("agent_eval.user.text", .string(said.text)), ("agent_eval.user.source", .string(said.source.rawValue)),
+                ("agent_eval.user.ends", text(said.ends?.rawValue)), ("agent_eval.user.line", said.line.map { .int($0) }),
+                (providerKey, text(said.model?.provider)), ("gen_ai.request.model", text(said.model?.name)),
+                ("gen_ai.usage.input_tokens", said.usage.map { .int($0.input) }),
+                ("gen_ai.usage.output_tokens", said.usage.map { .int($0.output) }),
+                ("agent_eval.cost_usd", said.costUSD.map { .double($0) }),
+                ("agent_eval.latency_us", said.latencyUs.map { .int($0) }),
+            ])
+    }
 
     /// One attempt of a call: an event of its span.
     func attemptEvent(_ attempt: (result: ToolCompleted, timeUs: Int)) -> JSONValue {

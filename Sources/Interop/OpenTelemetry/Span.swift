@@ -38,20 +38,35 @@ public struct Span: Sendable {
 
     public subscript(key: String) -> JSONValue? { attributes[key] }
 
-    public func string(_ key: String) -> String? {
-        switch attributes[key] {
+    public func string(_ key: String) -> String? { Self.string(attributes[key]) }
+
+    /// An attribute as a whole number; a double no `Int` holds (`1e300`, infinity, NaN) is none.
+    public func int(_ key: String) -> Int? { Self.int(attributes[key]) }
+
+    /// An attribute's text (a number's digits too).
+    static func string(_ value: JSONValue?) -> String? {
+        switch value {
         case .string(let text)?: return text
         case .int(let number)?: return String(number)
         default: return nil
         }
     }
 
-    /// An attribute as a whole number; a double no `Int` holds (`1e300`, infinity, NaN) is none.
-    public func int(_ key: String) -> Int? {
-        switch attributes[key] {
+    static func int(_ value: JSONValue?) -> Int? {
+        switch value {
         case .int(let number)?: return number
         case .double(let number)? where number.isFinite && number.magnitude < 9.2e18: return Int(number)
         case .string(let text)?: return Int(text)
+        default: return nil
+        }
+    }
+
+    /// An attribute as a finite number.
+    static func double(_ value: JSONValue?) -> Double? {
+        switch value {
+        case .int(let number)?: return Double(number)
+        case .double(let number)? where number.isFinite: return number
+        case .string(let text)?: return Double(text).flatMap { $0.isFinite ? $0 : nil }
         default: return nil
         }
     }
@@ -68,6 +83,10 @@ public struct SpanEvent: Sendable {
         self.timeUs = timeUs
         self.attributes = attributes
     }
+
+    func string(_ key: String) -> String? { Span.string(attributes[key]) }
+    func int(_ key: String) -> Int? { Span.int(attributes[key]) }
+    func double(_ key: String) -> Double? { Span.double(attributes[key]) }
 }
 
 /// Reads the spans of an OTLP/JSON file (an `ExportTraceServiceRequest`, Tempo's `batches`, a

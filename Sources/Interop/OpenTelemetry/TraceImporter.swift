@@ -202,6 +202,8 @@ struct TraceImporter {
         /// tool's own step.
         var finishes: [String?] = []
         var stepSpanIds: [String?] = []
+        /// Each step's `agent_eval.step` (agent-eval's own export), nil for a tool's own step.
+        var stepNumbers: [Int?] = []
         /// The last model call failed (an error status, no reply): the span and why, until a
         /// later model call answers.
         var lastFailedCall: (spanId: String, error: String)?
@@ -271,6 +273,7 @@ struct TraceImporter {
             isModelStep.append(true)
             finishes.append(reply.finish)
             stepSpanIds.append(span.spanId)
+            stepNumbers.append(span.int("agent_eval.step"))
             if !reply.hasContent, case .answer = decision, !cutAttributes.contains("gen_ai.output.messages") {
                 warnings.append(
                     "model call \(span.spanId) carries no reply content (content capture off?): its tool calls come from tool spans")
@@ -344,6 +347,7 @@ struct TraceImporter {
                 isModelStep.insert(false, at: at)
                 finishes.insert(nil, at: at)
                 stepSpanIds.insert(nil, at: at)
+                stepNumbers.insert(nil, at: at)
                 pending = pending.map { ($0.step >= at ? $0.step + 1 : $0.step, $0.index, $0.sourceId, $0.name) }
             }
         }
@@ -461,7 +465,59 @@ struct TraceImporter {
             goal: goal ?? "", agentName: agentName, model: model ?? ModelIdentity(provider: "unknown", name: "unknown"), tools: tools,
             preamble: rest.map(\.record), steps: steps, stop: stop, startUs: spans.map(\.startUs).min() ?? 0, warnings: warnings)
         run.openBecause = openBecause
+        Self.readUserTurns(spans, steps: zip(stepNumbers, stepStarts).map { ($0, $1) }, into: &run)
         return run
+    }
+
+    /// A conversation's user turns, as agent-eval's export gives them (`agent_eval.user_turn`
+    /// events of the run's span, with content): each before the first step of its step number
+    /// (or, without one, that starts after it), the turn that ends the conversation after the
+    /// last. A turn missing from the trace (an event an exporter dropped) leaves the run
+    /// unfinished: no turn check passes on a conversation with a gap in it.
+    static func readUserTurns(_ spans: [Span], steps: [(number: Int?, startUs: Int)], into run: inout ImportedRun) {
+        var byNumber: [Int: (turn: UserTurn, step: Int?, timeUs: Int)] = [:]
+        for span in spans {
+            for event in span.events where event.name == "agent_eval.user_turn" {
+                guard let number = event.int("agent_eval.turn"), number > 0, let text = event.string("agent_eval.user.text") else {
+                    run.warnings.append("span \(span.spanId): an agent_eval.user_turn event without its turn number or text is left out")
+                    continue
+                }
+                let source = event.string("agent_eval.user.source").flatMap(UserTurn.Source.init(rawValue:)) ?? .given
+                var turn = UserTurn(
+                    turn: number, text: text, source: source,
+                    ends: event.string("agent_eval.user.ends").flatMap(UserTurn.Ending.init(rawValue:)),
+                    line: event.int("agent_eval.user.line"), costUSD: event.double("agent_eval.cost_usd"),
+                    latencyUs: event.int("agent_eval.latency_us"))
+                if let name = event.string("gen_ai.request.model") {
+                    let provider = event.string("gen_ai.provider.name") ?? event.string("gen_ai.system") ?? "unknown"
+                    turn.model = ModelIdentity(provider: provider, name: name)
+                }
+                if let input = event.int("gen_ai.usage.input_tokens"), let output = event.int("gen_ai.usage.output_tokens") {
+                    turn.usage = TokenUsage(input: input, output: output)
+                }
+                byNumber[number] = (turn, event.int("agent_eval.step"), event.timeUs)
+            }
+        }
+        guard !byNumber.isEmpty else { return }
+        var turns: [(beforeStep: Int, turn: UserTurn)] = []
+        var missing: [Int] = []
+        for number in byNumber.keys.sorted() {
+            guard var (turn, step, timeUs) = byNumber[number] else { continue }
+            let expected = turns.count + 1
+            if number != expected { missing += Array(expected..<number) }
+            turn.turn = expected
+            let before =
+                step.flatMap { step in steps.firstIndex { ($0.number ?? .min) >= step } }
+                ?? steps.firstIndex { $0.number == nil && $0.startUs >= timeUs } ?? steps.count
+            // Never before a turn said earlier.
+            turns.append((max(before, turns.last?.beforeStep ?? 0), turn))
+        }
+        run.userTurns = turns
+        if !missing.isEmpty {
+            run.leaveUnfinished(
+                because: "user turn\(missing.count == 1 ? "" : "s") \(missing.map(String.init).joined(separator: ", ")) of the "
+                    + "conversation \(missing.count == 1 ? "is" : "are") not in the trace (the later turns are numbered on)")
+        }
     }
 
     /// The tools the trace declares, in the order its spans start: the GenAI conventions'
