@@ -371,6 +371,24 @@ struct ConversationCommandTests {
             #expect(viaOTLP.dialogue.map(\.text) == original.dialogue.map(\.text), "each turn before the reply that answered it")
             #expect(viaOTLP.stop?.reason == .userStop)
             #expect(viaOTLP.anomalies.isEmpty, "\(viaOTLP.anomalies)")
+            // A turn missing from the trace (an event a collector dropped): the run comes back
+            // unfinished, saying which turn, so no case passes on a conversation with a gap.
+            #expect(original.userTurns.count == 4, "\(original.userTurns.map(\.turn.text))")
+            let gap = text.replacingOccurrences(
+                of: #"{"key":"agent_eval.turn","value":{"intValue":"2"}}"#, with: #"{"key":"agent_eval.turn","value":{"intValue":"5"}}"#)
+            #expect(gap != text)
+            try gap.write(toFile: directory.path("gap.json"), atomically: true, encoding: .utf8)
+            let gapped = try await agentEval([
+                "import", "otlp", directory.path("gap.json"), "--out", directory.path("in-gap"), "--no-catalog",
+            ])
+            #expect(
+                (gapped.stdoutText + gapped.stderr).contains("user turn 2 of the conversation is not in the trace"),
+                "\(gapped.stdoutText)\(gapped.stderr)")
+            let gapLog = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: directory.path("in-gap")).first { $0.hasSuffix(".jsonl.gz") })
+            let gapState = try Self.state(directory.path("in-gap/" + gapLog))
+            #expect(gapState.stop == nil, "unfinished")
+            #expect(gapState.userTurns.map(\.turn.turn) == [1, 2, 3, 4])
             // Without content no words of the user leave the log, and none come back.
             let bare = try await agentEval(["export", "otlp", log, "--output", directory.path("bare.json")])
             #expect(bare.status == 0, "\(bare.stderr)")

@@ -475,7 +475,7 @@ struct TraceImporter {
     /// last. A turn missing from the trace (an event an exporter dropped) leaves the run
     /// unfinished: no turn check passes on a conversation with a gap in it.
     static func readUserTurns(_ spans: [Span], steps: [(number: Int?, startUs: Int)], into run: inout ImportedRun) {
-        var byNumber: [Int: (turn: UserTurn, step: Int?, timeUs: Int)] = [:]
+        var said: [(turn: UserTurn, step: Int?, timeUs: Int)] = []
         for span in spans {
             for event in span.events where event.name == "agent_eval.user_turn" {
                 guard let number = event.int("agent_eval.turn"), number > 0, let text = event.string("agent_eval.user.text") else {
@@ -495,17 +495,21 @@ struct TraceImporter {
                 if let input = event.int("gen_ai.usage.input_tokens"), let output = event.int("gen_ai.usage.output_tokens") {
                     turn.usage = TokenUsage(input: input, output: output)
                 }
-                byNumber[number] = (turn, event.int("agent_eval.step"), event.timeUs)
+                said.append((turn, event.int("agent_eval.step"), event.timeUs))
             }
         }
-        guard !byNumber.isEmpty else { return }
+        guard !said.isEmpty else { return }
+        said.sort { ($0.turn.turn, $0.timeUs) < ($1.turn.turn, $1.timeUs) }
         var turns: [(beforeStep: Int, turn: UserTurn)] = []
         var missing: [Int] = []
-        for number in byNumber.keys.sorted() {
-            guard var (turn, step, timeUs) = byNumber[number] else { continue }
-            let expected = turns.count + 1
-            if number != expected { missing += Array(expected..<number) }
-            turn.turn = expected
+        var repeated: [Int] = []
+        var previous = 0
+        for var (turn, step, timeUs) in said {
+            if turn.turn == previous { repeated.append(turn.turn) }
+            if turn.turn > previous + 1 { missing += Array(previous + 1..<turn.turn) }
+            previous = turn.turn
+            // Numbered 1, 2, 3… as a log's turns are.
+            turn.turn = turns.count + 1
             let before =
                 step.flatMap { step in steps.firstIndex { ($0.number ?? .min) >= step } }
                 ?? steps.firstIndex { $0.number == nil && $0.startUs >= timeUs } ?? steps.count
@@ -513,10 +517,19 @@ struct TraceImporter {
             turns.append((max(before, turns.last?.beforeStep ?? 0), turn))
         }
         run.userTurns = turns
+        var gaps: [String] = []
         if !missing.isEmpty {
-            run.leaveUnfinished(
-                because: "user turn\(missing.count == 1 ? "" : "s") \(missing.map(String.init).joined(separator: ", ")) of the "
-                    + "conversation \(missing.count == 1 ? "is" : "are") not in the trace (the later turns are numbered on)")
+            gaps.append(
+                "user turn\(missing.count == 1 ? "" : "s") \(missing.map(String.init).joined(separator: ", ")) of the conversation "
+                    + "\(missing.count == 1 ? "is" : "are") not in the trace")
+        }
+        if !repeated.isEmpty {
+            gaps.append(
+                "user turn\(repeated.count == 1 ? "" : "s") \(repeated.map(String.init).joined(separator: ", ")) "
+                    + "\(repeated.count == 1 ? "comes" : "come") twice in the trace")
+        }
+        if !gaps.isEmpty {
+            run.leaveUnfinished(because: gaps.joined(separator: "; ") + " (the turns are numbered on in order)")
         }
     }
 
