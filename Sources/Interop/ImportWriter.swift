@@ -121,18 +121,22 @@ public struct ImportWriter: Sendable {
                         raw: JSONWriter.encodeString(step.raw), format: step.format, outcome: outcome, usage: step.usage,
                         latencyUs: step.latencyUs, costUSD: step.costUSD)))
             for call in step.calls {
-                guard let result = call.result else { continue }
-                at(result.timeUs)
-                try recorder.record(
-                    .toolIntended(ToolIntended(callId: call.call.id, tool: call.call.name, arguments: call.call.arguments, attempt: 1)))
-                let (output, content) = recordable(output: result.output)
-                let contentHash = try content.map(store)
-                at(result.timeUs.map { $0 + result.durationUs })
-                try recorder.record(
-                    .toolCompleted(
-                        ToolCompleted(
-                            callId: call.call.id, tool: call.call.name, attempt: 1, status: result.status, output: output,
-                            contentHash: contentHash, error: result.error, durationUs: result.durationUs)))
+                guard let last = call.result else { continue }
+                for (index, result) in (call.earlierAttempts + [last]).enumerated() {
+                    at(result.timeUs)
+                    try recorder.record(
+                        .toolIntended(
+                            ToolIntended(callId: call.call.id, tool: call.call.name, arguments: call.call.arguments, attempt: index + 1)))
+                    let (output, content) = recordable(output: result.output)
+                    let contentHash = try content.map(store)
+                    at(result.timeUs.map { $0 + result.durationUs })
+                    try recorder.record(
+                        .toolCompleted(
+                            ToolCompleted(
+                                callId: call.call.id, tool: call.call.name, attempt: index + 1, status: result.status, output: output,
+                                contentHash: contentHash, error: result.error, isRetryable: result.isRetryable,
+                                durationUs: result.durationUs)))
+                }
             }
             try recorder.endStep()
         }

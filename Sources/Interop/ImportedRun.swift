@@ -151,6 +151,9 @@ public struct ImportedCall: Sendable {
     public var call: ToolCall
     /// Nil when the source has no sign that the call ran (no result, no tool span).
     public var result: ImportedResult?
+    /// The attempts before `result`, when the source records them (agent-eval's OTLP export):
+    /// each written as an attempt of its own, `result` as the last.
+    public var earlierAttempts: [ImportedResult] = []
 
     public init(call: ToolCall, result: ImportedResult? = nil) {
         self.call = call
@@ -166,6 +169,8 @@ public struct ImportedResult: Sendable {
     public var durationUs: Int
     /// When the tool started, when the source says.
     public var timeUs: Int?
+    /// Whether the failure was one to retry, when the source says (agent-eval's export).
+    public var isRetryable: Bool?
 
     public init(status: ToolStatus, output: JSONValue?, error: String? = nil, durationUs: Int = 0, timeUs: Int? = nil) {
         self.status = status
@@ -179,7 +184,11 @@ public struct ImportedResult: Sendable {
     /// the source signals only inside the content (`{"error": …}`, text that starts with
     /// `Error:`) is an error (docs/interop.md, "Tool failures").
     public static func fromContent(_ text: String, isError: Bool = false, durationUs: Int = 0, timeUs: Int? = nil) -> ImportedResult {
-        let value = (try? JSONParser.parse(Array(text.utf8))).flatMap { value -> JSONValue? in
+        let parsed = try? JSONParser.parse(Array(text.utf8))
+        // Content that is one JSON string (a string result encoded as JSON, as an exporter writes
+        // an attribute of any type) is that string, not its quotes and escapes.
+        if case .string(let inner)? = parsed { return fromContent(inner, isError: isError, durationUs: durationUs, timeUs: timeUs) }
+        let value = parsed.flatMap { value -> JSONValue? in
             switch value {
             case .object, .array: return value
             default: return nil

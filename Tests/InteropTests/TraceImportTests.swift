@@ -505,6 +505,30 @@ struct TraceImportTests {
             // The model's replies in their order too: a fixture's scripted latencies reach back
             // past the run's start, so the export starts its model calls together.
             #expect(states.map(Self.replyOrder) == [Self.replyOrder(original)], "\(name)")
+            // Every attempt of every call that ran, as it went: status, error, whether to retry,
+            // how long it took (a retried call is not one clean attempt).
+            #expect(states.map(Self.attempts) == [Self.attempts(original)], "\(name)")
+            // A result that is a string comes back as that string, not as its JSON (quotes and all).
+            // (One stored as content in the log comes back inline when it is small: compared as a string.)
+            if conventions == .latest {
+                let back = Dictionary((states.first?.calls ?? []).map { ($0.id, $0.lastResult?.output) }) { first, _ in first }
+                for call in original.calls where call.lastResult?.status == .ok {
+                    if let output = call.lastResult?.output {
+                        #expect(back[call.id] == output, "\(name) \(call.id)")
+                    } else if case .string(let text)?? = back[call.id] {
+                        #expect(!text.hasPrefix("\""), "\(name) \(call.id): \(text.prefix(40))")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each executed call's attempts: `tool#attempt status error retryable duration`.
+    static func attempts(_ state: RunState) -> [String] {
+        state.calls.flatMap { call in
+            call.results.map {
+                "\(call.tool)#\($0.attempt) \($0.status) \($0.error ?? "-") \($0.isRetryable.map(String.init) ?? "-") \($0.durationUs)"
+            }
         }
     }
 

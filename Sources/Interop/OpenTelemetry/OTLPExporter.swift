@@ -414,7 +414,7 @@ private struct RunSpans {
                 ("agent_eval.attempt", .int(result.attempt)), ("agent_eval.status", text(result.status.rawValue)),
                 ("agent_eval.duration_us", .int(result.durationUs)),
                 ("error.type", result.status == .ok ? nil : text(result.status.rawValue)),
-                ("agent_eval.error", text(result.error)),
+                ("agent_eval.error", text(result.error)), ("agent_eval.retryable", result.isRetryable.map(JSONValue.bool)),
             ])
     }
 

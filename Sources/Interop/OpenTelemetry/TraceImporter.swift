@@ -306,6 +306,19 @@ struct TraceImporter {
             if resultValue == nil { result.output = nil }
             if let error { result.error = error }
             if resultValue == nil, error == nil { withoutResult.append("\(span.spanId) (\(name))") }
+            // agent-eval's export: each attempt an `agent_eval.tool.attempt` event, the last the result.
+            let attempts = Self.attempts(of: depthSorted)
+            if let last = attempts.last {
+                result.status = last.status
+                result.durationUs = last.durationUs
+                result.timeUs = last.timeUs
+                result.isRetryable = last.isRetryable
+                if last.status != .ok {
+                    result.output = nil
+                    result.error = last.error ?? result.error
+                }
+            }
+            let earlier = Array(attempts.dropLast())
             let slot =
                 pending.firstIndex { sourceId != nil && $0.sourceId == sourceId }
                 ?? pending.firstIndex {
@@ -317,6 +330,7 @@ struct TraceImporter {
                 let target = pending.remove(at: slot)
                 guard case .calls(var calls) = steps[target.step].decision else { continue }
                 calls[target.index].result = result
+                calls[target.index].earlierAttempts = earlier
                 steps[target.step].decision = .calls(calls)
                 steps[target.step].records += group.map { spans[$0].record }
                 if span.startUs < stepStarts[target.step] {
@@ -328,7 +342,8 @@ struct TraceImporter {
             let id = logId(sourceId)
             if arguments == nil { withoutArguments.append("\(span.spanId) (\(name))") }
             let argumentsValue = TranscriptImporter.arguments(arguments, call: id, at: "span \(span.spanId)", warnings: &warnings)
-            let call = ImportedCall(call: ToolCall(id: id, name: name, arguments: argumentsValue), result: result)
+            var call = ImportedCall(call: ToolCall(id: id, name: name, arguments: argumentsValue), result: result)
+            call.earlierAttempts = earlier
             // The model call it belongs to: the last that started before it, when its reply
             // content was not captured; otherwise a step of its own.
             let owner = stepStarts.lastIndex { $0 <= span.startUs }
@@ -619,6 +634,25 @@ struct TraceImporter {
     static func toolArguments(_ span: Span) -> JSONValue? {
         span["gen_ai.tool.call.arguments"] ?? span["traceloop.entity.input"] ?? span["tool_call.function.arguments"]
             ?? (span.string("openinference.span.kind") == "TOOL" ? span["input.value"] : nil)
+    }
+
+    /// A call's attempts as agent-eval's export gives them (`agent_eval.tool.attempt` events of
+    /// its span, in attempt order): status, error, duration, start. None when the spans have no
+    /// such events, or one of them is not of that shape (the span alone is read then).
+    static func attempts(of spans: [Span]) -> [ImportedResult] {
+        guard let span = spans.first(where: { $0.events.contains { $0.name == "agent_eval.tool.attempt" } }) else { return [] }
+        var attempts: [(number: Int, result: ImportedResult)] = []
+        for event in span.events where event.name == "agent_eval.tool.attempt" {
+            guard let number = event.int("agent_eval.attempt"), let status = event.string("agent_eval.status").flatMap(ToolStatus.init)
+            else { return [] }
+            let durationUs = max(0, event.int("agent_eval.duration_us") ?? 0)
+            var result = ImportedResult(
+                status: status, output: nil, error: event.string("agent_eval.error"), durationUs: durationUs,
+                timeUs: event.timeUs - durationUs)
+            if case .bool(let flag)? = event.attributes["agent_eval.retryable"] { result.isRetryable = flag }
+            attempts.append((number, result))
+        }
+        return attempts.sorted { $0.number < $1.number }.map(\.result)
     }
 
     static func toolResult(_ span: Span) -> JSONValue? {
