@@ -41,14 +41,20 @@ public enum LogAudit {
         // that never fires, and "all allowed" over it would be no audit at all.
         var toolsSeen: [String] = []
         var toolSet = Set<String>()
+        // And every MCP server their tools came from: a rule's literal `server:` none of them is
+        // never applied either.
+        var serversSeen: [String] = []
+        var serverSet = Set<String>()
         for path in logs {
             if PipelineTarget.detected(path) != nil {
                 summary.pipelineLogs.append(path)
                 continue
             }
             do {
-                let (findings, tear, tools) = try PolicyAudit.auditReadingTear(log: path, policy: policy, actor: actor, route: route)
+                let (findings, tear, tools, servers) = try PolicyAudit.auditReadingTear(
+                    log: path, policy: policy, actor: actor, route: route)
                 for tool in tools where toolSet.insert(tool).inserted { toolsSeen.append(tool) }
+                for server in servers where serverSet.insert(server).inserted { serversSeen.append(server) }
                 summary.violations += findings.filter(\.isViolation).count
                 if tear != nil { summary.unreadable += 1 }
                 each(Log(path: path, outcome: .success((findings, tear))))
@@ -57,7 +63,12 @@ public enum LogAudit {
                 each(Log(path: path, outcome: .failure(error)))
             }
         }
-        if !toolSet.isEmpty { (summary.misspelt, summary.unmet) = policy.misspeltTools(among: toolsSeen) }
+        if !toolSet.isEmpty {
+            (summary.misspelt, summary.unmet) = policy.misspeltTools(among: toolsSeen)
+            let servers = policy.misspeltServers(among: serversSeen)
+            summary.misspelt += servers.errors
+            summary.unmet += servers.notes
+        }
         return summary
     }
 }

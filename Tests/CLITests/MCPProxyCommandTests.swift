@@ -531,7 +531,7 @@ struct MCPProxyInputTests {
     }
 
     @Test(
-        "a policy's rules that reach nothing here are said: a tool pattern that matches no tool, an argument the tool does not declare; a server named literally loads, and one that is not this server refuses every call"
+        "a policy's rules that reach nothing here are said: a tool pattern that matches no tool, an argument the tool does not declare; a server named literally loads, and one that is not this server refuses every call (and fails audit)"
     )
     func unreachableRules() async throws {
         let directory = try TemporaryDirectory()
@@ -575,6 +575,23 @@ struct MCPProxyInputTests {
             refused.stderr.contains(#"names the MCP server "legacyy", and the calls judged here are the server "legacy"'s"#),
             "\(refused.stderr)")
         #expect(refusedAnswers.first { $0["id"] == 3 }?["result"]?["content"]?.arrayValue?.first?["text"] != "hello, ann")
+        // audit reads the same misspelling against the servers the runs' tools came from: it cannot say "all allowed".
+        let audit = try await agentEval(["audit", "--policy", "reach.policy.yaml", "reach.jsonl.gz"], in: directory.url)
+        #expect(audit.status == 2, "\(audit.stdoutText)\(audit.stderr)")
+        #expect(
+            audit.stderr.contains(#"names the MCP server "legacyy", which no tool here came from (servers: legacy)"#), "\(audit.stderr)")
+        #expect(audit.stderr.contains(#"did you mean "legacy"?"#), "\(audit.stderr)")
+        // So does a case that audits its runs with the file: could not run, not a pass on verdicts a rule never judged.
+        try "caseId: reach\nlogs: reach.jsonl.gz\npolicy: reach.policy.yaml\nexpected: {toolsCalled: [greet]}\n".write(
+            toFile: directory.path("reach.yaml"), atomically: true, encoding: .utf8)
+        let graded = try await agentEval(["run", "reach.yaml", "--no-catalog"], in: directory.url)
+        #expect(graded.status == 2, "\(graded.stdoutText)\(graded.stderr)")
+        #expect((graded.stdoutText + graded.stderr).contains(#"names the MCP server "legacyy""#), "\(graded.stdoutText)\(graded.stderr)")
+        try policy(server: "legacy").write(toFile: directory.path("reach.policy.yaml"), atomically: true, encoding: .utf8)
+        let gradedSpelt = try await agentEval(["run", "reach.yaml", "--no-catalog"], in: directory.url)
+        #expect(gradedSpelt.status == 0, "\(gradedSpelt.stdoutText)\(gradedSpelt.stderr)")
+        let spelt = try await agentEval(["audit", "--policy", "reach.policy.yaml", "reach.jsonl.gz"], in: directory.url)
+        #expect(spelt.status == 0 && !spelt.stderr.contains("names the MCP server"), "\(spelt.stdoutText)\(spelt.stderr)")
     }
 
     @Test("a tools/call that names no tool is refused (-32602), reaches no server, and the summary counts it with the refused")

@@ -110,14 +110,21 @@ public struct PolicyAudit: Sendable {
 
     /// `audit`, where the log was cut when it is torn (the calls after the tear were never
     /// seen, so "all allowed" cannot be said of the run), and the run's tools: those its
-    /// `run_started` lists and those its decisions call, for `PolicyFile.unknownTools(among:)`.
+    /// `run_started` lists and those its decisions call, for `PolicyFile.unknownTools(among:)`,
+    /// and the MCP servers its tools came from, for `PolicyFile.misspeltServers(among:)`.
     public static func auditReadingTear(log path: String, policy: PolicyFile, actor: String? = nil, route: String? = nil) throws
-        -> (findings: [Finding], tear: LogTear?, tools: [String])
+        -> (findings: [Finding], tear: LogTear?, tools: [String], servers: [String])
     {
         var audit = PolicyAudit(policy: policy, actor: actor, route: route)
         let read = try LogReader(path: path, options: .init(keepsPacketText: false)).forEachEvent { audit.fold($0.event) }
         if read.eventCount == 0 { throw LogError.noEvent(in: path, tear: read.tear) }
-        return (audit.result, read.tear, audit.toolNames)
+        return (audit.result, read.tear, audit.toolNames, audit.serverNames)
+    }
+
+    /// The MCP servers the run's declared tools came from, each once, in the order declared.
+    public var serverNames: [String] {
+        var seen = Set<String>()
+        return (state.start?.tools ?? []).compactMap(\.server).filter { seen.insert($0).inserted }
     }
 
     /// The tools of the run folded so far: its declared tools, then any other its calls name.

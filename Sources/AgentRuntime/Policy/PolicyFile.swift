@@ -126,6 +126,27 @@ public struct PolicyFile: Sendable {
         return (problems.filter { $0.hint != nil }, problems.filter { $0.hint == nil })
     }
 
+    /// The MCP servers the file's rules name literally (`server: NAME`) that none of the runs'
+    /// tools came from, as `misspeltTools` says it of tools: a name close to one of `servers` is
+    /// a misspelling (an error, with the name it meant); another, a note — the rule may be for a
+    /// server these runs never used, and never applied to them.
+    public func misspeltServers(among servers: [String]) -> (errors: [ConfigError], notes: [ConfigError]) {
+        let known = Set(servers)
+        let sorted = Array(known).sorted()
+        var errors: [ConfigError] = []
+        var notes: [ConfigError] = []
+        for reference in toolReferences where reference.isServer && !known.contains(reference.name) {
+            let meant = ConfigNode.suggestion(for: reference.name, among: sorted)
+            let problem = ConfigError(
+                .invalidValue,
+                "\(reference.what) names the MCP server \"\(reference.name)\", which no tool here came from "
+                    + "(\(sorted.isEmpty ? "no tool came from a server" : "servers: " + Self.listed(sorted))): the rule would never apply",
+                at: reference.location, hint: meant.map { "did you mean \"\($0)\"?" })
+            if meant != nil { errors.append(problem) } else { notes.append(problem) }
+        }
+        return (errors, notes)
+    }
+
     static func listed(_ tools: [String]) -> String {
         tools.isEmpty ? "no tool" : tools.prefix(12).joined(separator: ", ") + (tools.count > 12 ? ", …" : "")
     }

@@ -77,6 +77,7 @@ extension RunResult {
         summary.set("user_turns", self.summary.userTurns)
         summary.set("user_tokens", self.summary.userTokens)
         summary.set("available_tools", JSONValue.array(self.summary.availableTools.map { .string($0) }))
+        summary.set("available_servers", JSONValue.array(self.summary.availableServers.map { .string($0) }))
         var object = ObjectBuilder()
         object.set("failures", JSONValue.array(failures))
         object.set("notes", JSONValue.array(notes))
@@ -95,6 +96,8 @@ extension RunResult {
         guard let failureList = json["failures"]?.arrayValue, let noteList = json["notes"]?.arrayValue,
             let summaryObject = json["summary"], let tools = strings(summaryObject["tools"]),
             let attempted = strings(summaryObject["attempted"]), let available = strings(summaryObject["available_tools"]),
+            // An entry from before servers were kept is checked again: a case's policy names them.
+            let servers = strings(summaryObject["available_servers"]),
             let steps = summaryObject["steps"]?.intValue, let tokens = summaryObject["tokens"]?.intValue,
             let durationMs = summaryObject["duration_ms"]?.intValue
         else { return nil }
@@ -131,6 +134,7 @@ extension RunResult {
         summary.userTurns = summaryObject["user_turns"]?.intValue
         summary.userTokens = summaryObject["user_tokens"]?.intValue
         summary.availableTools = available
+        summary.availableServers = servers
         self.init(logPath: log, repeatIndex: repeatIndex, failures: failures, notes: notes, error: nil, summary: summary)
     }
 }

@@ -404,7 +404,11 @@ public struct EvalRunner: Sendable {
         let available = Set(runs.flatMap { $0.summary.availableTools + (isCommand ? $0.summary.tools + $0.summary.attempted : []) })
         let known = runs.first?.summary.availableTools ?? []
         // The case's policy file too: a misspelt rule never fires, and its verdicts would all be allow.
-        if let policy = result.evalCase.policy, let problem = policy.file.misspeltTools(among: Array(available).sorted()).errors.first {
+        let servers = Array(Set(runs.flatMap(\.summary.availableServers))).sorted()
+        if let policy = result.evalCase.policy,
+            let problem = policy.file.misspeltTools(among: Array(available).sorted()).errors.first
+                ?? policy.file.misspeltServers(among: servers).errors.first
+        {
             return DiagnosticRecord(
                 EvalError(
                     .unknownTool, "case \"\(result.id)\" audits its runs with \(policy.path): \(problem.message)",

@@ -15,6 +15,8 @@ public struct RunSummary: Sendable, Hashable {
     public var tear: String?
     /// The tools the run had (its `run_started` tool list), in that order.
     public var availableTools: [String] = []
+    /// The MCP servers those tools came from, each once, in that order.
+    public var availableServers: [String] = []
     /// For a pipeline run: how it stopped (`succeeded`, `failed`), and the tasks that ran in
     /// its current branch, in plan order.
     public var pipelineStatus: String?
@@ -45,6 +47,8 @@ public struct RunSummary: Sendable, Hashable {
         tokens = state.usage.totalTokens
         durationMs = state.elapsedUs / 1000
         availableTools = state.start?.tools.map(\.name) ?? []
+        var servers = Set<String>()
+        availableServers = (state.start?.tools ?? []).compactMap(\.server).filter { servers.insert($0).inserted }
         if state.isConversation {
             userTurns = state.userTurns.count
             userTokens = state.userUsage.totalTokens

@@ -28,10 +28,11 @@ struct AuditCommand: AsyncParsableCommand, ReadsLogs {
             The policy file's tool names are checked against the runs' tools: a rule or a side_effects entry \
             naming a tool close to one of theirs but not it (a misspelling would be a rule that never fires) is \
             an error at its line, with the name it meant; a name far from all of them is a note (the file may \
-            cover tools these runs never met). A run with no call says "nothing to judge", not "all allowed".
+            cover tools these runs never met). A rule's literal server: is checked the same way against the MCP \
+            servers the runs' tools came from. A run with no call says "nothing to judge", not "all allowed".
 
             Exit codes: 0 no call ran that the policy would not have allowed; 1 some did; 2 a log or the \
-            policy file could not be read, the policy file misspells a tool of the runs, a log holds no \
+            policy file could not be read, the policy file misspells a tool or server of the runs, a log holds no \
             event or is torn, or only pipeline logs were given \
             (in a folder they are skipped with a note); 64 usage error. \
             With --json, a log that could not be read is an object with its error in the array.
@@ -123,7 +124,7 @@ struct AuditCommand: AsyncParsableCommand, ReadsLogs {
         }
         if !summary.misspelt.isEmpty {
             printError(
-                "the policy file misspells \(counted(summary.misspelt.count, "tool name")) of the audited runs: a rule that never fires "
+                "the policy file misspells \(counted(summary.misspelt.count, "name")) of the audited runs' tools and servers: a rule that never fires "
                     + "judged them, so the audit above cannot be trusted")
         }
         if summary.unreadable > 0 || !summary.misspelt.isEmpty { throw Exit.unusable }
