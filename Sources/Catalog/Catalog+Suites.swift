@@ -588,6 +588,11 @@ public struct SuiteRunRow: Sendable, Hashable {
 }
 
 extension Catalog {
+    /// Whether the catalog holds suite run `id`.
+    public func hasSuiteRun(id: Int) throws(CatalogError) -> Bool {
+        try read { db in try db.row("SELECT 1 FROM suite_runs WHERE suite_run_id = ?", [id]) != nil }
+    }
+
     /// Suite runs newest first, `limit` of them, before suite run `before` (its id) when given;
     /// on `branch` alone when given.
     public func suiteRuns(limit: Int = 50, before: Int? = nil, branch: String? = nil) throws(CatalogError) -> [SuiteRunRow] {

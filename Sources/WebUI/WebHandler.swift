@@ -611,8 +611,13 @@ final class WebHandler: HTTPRequestHandling {
         object.set("served", state.served)
         object.set("branch", branch)
         do {
-            let rows = try await state.catalog.work { catalog throws(CatalogError) in
-                try catalog.suiteRuns(limit: limit + 1, before: before, branch: branch)
+            let (rows, isKnown) = try await state.catalog.work { catalog throws(CatalogError) in
+                let rows = try catalog.suiteRuns(limit: limit + 1, before: before, branch: branch)
+                // Nothing before a suite run the catalog does not hold is no empty page: it is no page.
+                return (rows, try rows.isEmpty && before != nil ? catalog.hasSuiteRun(id: before ?? 0) : true)
+            }
+            if !isKnown, let before {
+                return .text(404, "the catalog holds no suite run \(before): /suites?before=N pages from the `next` of a page")
             }
             object.set("suite_runs", JSONValue.array(rows.prefix(limit).map(\.json)))
             object.set("next", rows.count > limit ? rows[limit - 1].id : nil)

@@ -173,6 +173,8 @@ struct ServeCommandTests {
         #expect(unknown.status == 400)
         let suites = try await server.get("/suites?before=abc")
         #expect(suites.status == 400 && suites.text.contains("before=abc is not a suite run's number"), "\(suites.text)")
+        let noSuchSuite = try await server.get("/suites?before=987654")
+        #expect(noSuchSuite.status == 404 && noSuchSuite.text.contains("the catalog holds no suite run 987654"), "\(noSuchSuite.text)")
         // The page: the viewer's page with the rows embedded, under a policy that lets it ask only its own origin.
         let page = try await server.get("/?tool=refund_order")
         #expect(page.status == 200)
