@@ -106,6 +106,11 @@ final class WebHandler: HTTPRequestHandling {
 
     /// Nil when the request may be answered; else the answer that refuses it.
     private func admission(_ request: WebRequest) -> Response? {
+        // One Host, as HTTP/1.1 asks of every request (RFC 9112 §3.2): two could name two sites,
+        // and which of them a check reads would decide who is let in.
+        if request.head.headers[canonicalForm: "host"].count > 1 {
+            return .text(400, "this request names more than one Host")
+        }
         let port = state.port.withLock { $0 }
         if let token = state.options.token {
             let cookie = "agent_eval_token_\(port)"

@@ -646,6 +646,9 @@ struct ServeCommandTests {
         #expect(try await server.get("/api/runs").status == 200)
         let rebound = try await server.get("/api/runs", headers: ["Host": "attacker.example:\(server.port)"])
         #expect(rebound.status == 403, "a page that renamed itself 127.0.0.1 (DNS rebinding) is refused")
+        // Two Host headers (ours first, another site's after it) are no way around it.
+        let twoHosts = try await server.get("/api/runs", headers: ["host": "attacker.example:\(server.port)"])
+        #expect(twoHosts.status == 400 && twoHosts.text.contains("more than one Host"), "\(twoHosts.status) \(twoHosts.text)")
         _ = await server.stop()
 
         let open = try await agentEval(["serve", "--listen", "0.0.0.0:0", "--catalog", directory.path("catalog.sqlite")])
