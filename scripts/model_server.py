@@ -406,7 +406,7 @@ class Handler(BaseHTTPRequestHandler):
         """A 403 whose message echoes the credential it was sent, as some gateways do."""
         sent = self.headers.get("x-api-key") or self.headers.get("authorization") or "none"
         self.plain(403, "application/json", json.dumps({"error": {
-            "message": "Project does not have access to model local-model (credential: " + sent + ")",
+            "message": "Project does not have access to model local-model (credential: " + sent + ", at " + self.path + ")",
             "type": "permission_error"}}).encode())
 
     def scenario_redirect(self, body, attempt, anthropic):

@@ -348,7 +348,7 @@ struct CassetteTransport: ModelTransport {
         // Only whole successful answers are kept: a 429 replayed forever helps nobody. What an
         // upstream echoes of the request's headers (its key, a cookie) and key-shaped values are
         // kept redacted, as the log keeps them (`ModelForwarder.secrets`, `Redactor.standard`).
-        let redactor = Redactor.standard.adding(ModelForwarder.secrets(in: request.headers), rule: "header")
+        let redactor = Redactor.standard.adding(ModelForwarder.secrets(of: request), rule: "header")
         if let text = String(validating: bytes, as: UTF8.self) {
             let redacted = redactor.redactText(text)
             if redacted != text { bytes = Array(redacted.utf8) }

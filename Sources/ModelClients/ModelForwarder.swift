@@ -1,6 +1,7 @@
 public import AgentRuntime
 import Foundation
 import TraceCore
+import TraceLog
 
 /// Sends a request an agent made to its model on to the upstream (or a cassette), hands every
 /// part of the answer back as it arrives, and reads the reply on the way (`ReplyReader`): the
@@ -61,6 +62,36 @@ public struct ModelForwarder: Sendable {
         return secrets
     }
 
+    /// The secrets a request carries: its headers' (`secrets(in:)`) and its URL's query's
+    /// (`secrets(inURL:)`).
+    public static func secrets(of request: TransportRequest) -> [String] {
+        secrets(in: request.headers) + secrets(inURL: request.url)
+    }
+
+    /// The values of a URL's query parameters that carry a credential — Azure's `api-key`, a
+    /// gateway's `key`, `access_token`, a signature (`sig`), a function key (`code`), any name a
+    /// secret's would be (`Redactor.looksSecret`: `*_token`, `*secret*`, `*_key`) — as written and
+    /// percent-decoded: an upstream that echoes the URL (a 401 naming it, a proxy's error page)
+    /// must not bring them into the log.
+    public static func secrets(inURL url: String) -> [String] {
+        guard let query = url.split(separator: "?", maxSplits: 1).dropFirst().first else { return [] }
+        var secrets: [String] = []
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else { continue }
+            let name = (String(parts[0]).removingPercentEncoding ?? String(parts[0])).lowercased()
+            guard credentialParameters.contains(name) || Redactor.looksSecret(name) else { continue }
+            let raw = String(parts[1])
+            for value in Set([raw, raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? raw]) where value.count >= 4 {
+                secrets.append(value)
+            }
+        }
+        return secrets.sorted()
+    }
+
+    /// Query parameters that carry a credential though their names do not say so.
+    static let credentialParameters: Set<String> = ["key", "api-key", "apikey", "sig", "signature", "code", "auth", "access_token"]
+
     /// The token of an `Authorization` value (`Bearer TOKEN`), when it has a scheme.
     private static func bearerToken(_ value: String) -> [String] {
         guard let space = value.firstIndex(of: " ") else { return [] }
@@ -82,7 +113,7 @@ public struct ModelForwarder: Sendable {
 
     /// Forwards `request` for `api`; `pass` is given each part of the answer as it arrives.
     public func forward(_ request: TransportRequest, api: ModelAPI, pass: @escaping @Sendable (TransportPart) -> Void) async -> Outcome {
-        let policy = RequestPolicy(limits: limits, secrets: Self.secrets(in: request.headers), clock: clock)
+        let policy = RequestPolicy(limits: limits, secrets: Self.secrets(of: request), clock: clock)
         let started = ContinuousClock.now
         struct Reading: Sendable {
             var reader: ReplyReader

@@ -224,6 +224,29 @@ struct RecordCommandTests {
         #expect(text.contains("[redacted]"))
         #expect(text.contains("[redacted:env:OPENAI_API_KEY:"), "the command line's copy is redacted by the log writer")
 
+        // A key in the URL's query (Azure's api-key, a gateway's key=) that the upstream echoes
+        // back with the URL: redacted in the log and the summary, as a header's is.
+        let queryKey = "QUERYKEY0123456789abcdef"
+        let inQuery = """
+            import json, os, sys, urllib.request, urllib.error
+            url = os.environ["OPENAI_BASE_URL"] + "/chat/completions?api-version=2024-10-21&api-key=\(queryKey)"
+            body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Order A-1042."}]}).encode()
+            try:
+                urllib.request.urlopen(urllib.request.Request(url, data=body, headers={"content-type": "application/json"}))
+            except urllib.error.HTTPError:
+                sys.exit(1)  # what the upstream said is the agent's to print, not agent-eval's
+            """
+        try inQuery.write(toFile: directory.path("query_agent.py"), atomically: true, encoding: .utf8)
+        let queryLog = directory.path("query.jsonl.gz")
+        let queryRun = try await agentEval(
+            ["record", "--no-catalog", "--log", queryLog, "--json"] + Self.upstreams(server, "forbidden")
+                + ["--", try await Self.python(), directory.path("query_agent.py")])
+        #expect(queryRun.status == 1, "\(queryRun.stderr)")
+        let queryText = String(decoding: try await Subprocess.run("/usr/bin/env", ["gzip", "-dc", queryLog]).stdout, as: UTF8.self)
+        #expect(queryText.contains("api-version=2024-10-21"), "the echo reached the log: \(queryText)")
+        #expect(
+            !queryText.contains(queryKey) && !queryRun.stdoutText.contains(queryKey) && !queryRun.stderr.contains(queryKey), "\(queryText)")
+
         // Without --log, the file is named after the script the command runs, not its variables.
         let named = try await agentEval(
             ["record", "--no-catalog", "--out", directory.path("runs"), "--json"] + Self.upstreams(server, "refund")

@@ -141,7 +141,9 @@ public final class GatewayHandler: HTTPRequestHandling {
             return try await Self.answer(400, "the request body is not a JSON object", to: head, outbound)
         }
         await recorder.settleForkPoint(body: parsed)
-        let exchange = recorder.begin(api: api, body: parsed, bytes: body, secrets: ModelForwarder.secrets(in: headers))
+        let exchange = recorder.begin(
+            api: api, body: parsed, bytes: body,
+            secrets: ModelForwarder.secrets(in: headers) + ModelForwarder.secrets(inURL: String(route.rest)))
         if let refusal = exchange.refusal {
             return try await Self.answer(refusal.status, refusal.message, to: head, outbound, type: refusal.type)
         }
