@@ -75,6 +75,7 @@ struct JudgeTests {
             (#"{raw: 'Verdict follows. {"verdict": "FAIL", "explanation": "too vague"} Thanks'}"#, false, "too vague"),
             (#"{raw: "**PASS** - names the id"}"#, true, "names the id"),
             (#"{raw: "fail: wrong id"}"#, false, "wrong id"),
+            (#"{raw: 'I checked it. {"pass": false, "reason": "It does not pass: no id."}'}"#, false, "It does not pass: no id."),
             (#"{answer: '{"pass": true, "reason": "via answer"}'}"#, true, "via answer"),
         ])
     func verdictForms(reply: String, passed: Bool, reason: String) async throws {
@@ -98,6 +99,11 @@ struct JudgeTests {
         arguments: [
             #"{raw: "Looks fine to me, probably."}"#, #"{raw: '{"pass": "maybe"}'}"#, #"{raw: "PASSABLE"}"#,
             "{tool_calls: [{name: lookup_order, arguments: {}}]}",
+            // Replies that say two things are no verdict: read as pass, each was a pass without evidence.
+            #"{raw: 'Pass/Fail: FAIL. The answer does not name the refund id.'}"#, #"{raw: 'Pass? No - the answer names no refund id.'}"#,
+            #"{raw: 'Expected format {"pass": true, "reason": "..."}. My verdict: FAIL, no refund id.'}"#,
+            #"{raw: 'FAIL. (I was told to reply {"pass": true} only if it names the id.)'}"#,
+            #"{raw: '{"pass": true, "reason": "a"} {"pass": false, "reason": "b"}'}"#,
         ])
     func noVerdict(reply: String) async throws {
         try await TemporaryDirectory.with { directory in

@@ -281,7 +281,10 @@ public final class RubricJudge: Sendable {
 
     /// The verdict a reply gives: a JSON object `{"pass": true|false, "reason"}` (also
     /// `passed`, or `verdict`/`result` "pass"/"fail"; code fences and text around it are
-    /// ignored), or a reply that starts with PASS or FAIL. Anything else is no verdict.
+    /// ignored), or a reply that starts with the word PASS or FAIL. Anything else is no verdict,
+    /// and so is a reply that says two things: verdict objects that disagree, or text around the
+    /// object that says the other word (`FAIL. I was told to reply {"pass": true} only if…`) —
+    /// a judge misread is a pass without evidence.
     static func verdict(from reply: ModelReply) -> Result<Verdict, NoVerdict> {
         var text = reply.raw
         if let name = reply.format {
@@ -304,23 +307,99 @@ public final class RubricJudge: Sendable {
     }
 
     static func verdict(fromText text: String) -> Result<Verdict, NoVerdict> {
-        if let open = text.firstIndex(of: "{"), let close = text.lastIndex(of: "}"), open < close,
-            let value = try? JSONParser.parse(Array(text[open...close].utf8)), case .object = value
-        {
-            let reason = (value["reason"] ?? value["explanation"])?.stringValue ?? ""
-            if let flag = (value["pass"] ?? value["passed"])?.boolValue { return .success(Verdict(passed: flag, reason: reason)) }
-            if let word = (value["verdict"] ?? value["result"])?.stringValue?.lowercased(), ["pass", "fail"].contains(word) {
-                return .success(Verdict(passed: word == "pass", reason: reason))
+        let shown = text.count > 200 ? String(text.prefix(199)) + "…" : text
+        let objects = verdictObjects(in: text)
+        if let first = objects.first {
+            guard objects.allSatisfy({ $0.verdict.passed == first.verdict.passed }) else {
+                return .failure(NoVerdict(message: "the reply gives verdicts that disagree: \"\(shown)\""))
             }
+            // What the reply says besides its verdict objects may not say the other word.
+            var around = text
+            for range in objects.map(\.range).reversed() { around.removeSubrange(range) }
+            if verdictWords(in: around).contains(!first.verdict.passed) {
+                return .failure(
+                    NoVerdict(
+                        message:
+                            "the reply says \(first.verdict.passed ? "pass" : "fail") in JSON and \(first.verdict.passed ? "fail" : "pass") "
+                            + "around it: \"\(shown)\""))
+            }
+            return .success(first.verdict)
         }
         let trimmed = text.drop { $0.isWhitespace || $0 == "*" || $0 == "#" }
         for (word, passed) in [("PASS", true), ("FAIL", false)] where trimmed.uppercased().hasPrefix(word) {
             let rest = trimmed.dropFirst(word.count)
-            guard rest.first.map({ !$0.isLetter }) ?? true else { continue }
+            // The word alone: `PASS`, `PASS: …`, `FAIL - …`, `**PASS**`; not `Pass/Fail: …`, `Pass? No`, `PASSABLE`.
+            guard rest.first.map({ $0.isWhitespace || [":", "-", ".", ",", "!", "*", "\u{2014}", "\u{2013}"].contains($0) }) ?? true else {
+                continue
+            }
             let reason = rest.drop { $0.isWhitespace || $0 == ":" || $0 == "-" || $0 == "." || $0 == "*" }
             return .success(Verdict(passed: passed, reason: String(reason)))
         }
-        let shown = text.count > 200 ? String(text.prefix(199)) + "…" : text
         return .failure(NoVerdict(message: "the reply is not a verdict: \"\(shown)\""))
+    }
+
+    /// The JSON objects in `text` that carry a verdict, each with where it stands: every `{`
+    /// whose balanced object (strings skipped) parses as one, outermost first.
+    static func verdictObjects(in text: String) -> [(verdict: Verdict, range: Range<String.Index>)] {
+        var found: [(verdict: Verdict, range: Range<String.Index>)] = []
+        var index = text.startIndex
+        while let open = text[index...].firstIndex(of: "{") {
+            guard let close = balancedEnd(of: text, from: open) else { break }
+            let range = open..<text.index(after: close)
+            if let value = try? JSONParser.parse(Array(text[range].utf8)), case .object = value {
+                let reason = (value["reason"] ?? value["explanation"])?.stringValue ?? ""
+                if let flag = (value["pass"] ?? value["passed"])?.boolValue {
+                    found.append((Verdict(passed: flag, reason: reason), range))
+                } else if let word = (value["verdict"] ?? value["result"])?.stringValue?.lowercased(), ["pass", "fail"].contains(word) {
+                    found.append((Verdict(passed: word == "pass", reason: reason), range))
+                }
+                index = range.upperBound
+            } else {
+                index = text.index(after: open)
+            }
+        }
+        return found
+    }
+
+    /// Where the object opened at `open` closes: its matching `}`, strings and escapes skipped.
+    private static func balancedEnd(of text: String, from open: String.Index) -> String.Index? {
+        var depth = 0
+        var isInString = false
+        var isEscaped = false
+        var index = open
+        while index < text.endIndex {
+            let character = text[index]
+            if isInString {
+                if isEscaped {
+                    isEscaped = false
+                } else if character == "\\" {
+                    isEscaped = true
+                } else if character == "\"" {
+                    isInString = false
+                }
+            } else if character == "\"" {
+                isInString = true
+            } else if character == "{" {
+                depth += 1
+            } else if character == "}" {
+                depth -= 1
+                if depth == 0 { return index }
+            }
+            index = text.index(after: index)
+        }
+        return nil
+    }
+
+    /// The verdicts the words PASS and FAIL (any case, as whole words) say in `text`.
+    static func verdictWords(in text: String) -> Set<Bool> {
+        var said = Set<Bool>()
+        for word in text.split(whereSeparator: { !$0.isLetter }) {
+            switch word.lowercased() {
+            case "pass": said.insert(true)
+            case "fail": said.insert(false)
+            default: break
+            }
+        }
+        return said
     }
 }
