@@ -61,6 +61,9 @@ struct EvidenceMatrixTests {
         case simulatorFloods = "simulated user floods"
         case simulatorCallsTools = "simulated user calls a tool"
         case simulatorNeverStops = "simulated user never stops"
+        case inputTypo = "a pipeline input path the output it reads lacks"
+        case validatorMissing = "a validation command's script that is not there"
+        case childLogSwapped = "a task's child log replaced by another run's"
     }
 
     struct Cell: Sendable, CustomTestStringConvertible {
@@ -115,6 +118,10 @@ struct EvidenceMatrixTests {
         Cell(kind: .pipeline, fault: .modelDown, status: 2),
         Cell(kind: .pipeline, fault: .baselineMissing, status: 2),
         Cell(kind: .pipeline, fault: .tornLog, status: 2),
+        Cell(kind: .pipeline, fault: .modelHung, status: 2),
+        Cell(kind: .pipeline, fault: .inputTypo, status: 2),
+        Cell(kind: .pipeline, fault: .validatorMissing, status: 2),
+        Cell(kind: .pipeline, fault: .childLogSwapped, status: 2),
         Cell(kind: .conversation, fault: .modelDown, status: 2),
         Cell(kind: .conversation, fault: .simulatorEmpty, status: 2),
         Cell(kind: .conversation, fault: .simulatorFloods, status: 2),
@@ -431,6 +438,74 @@ struct EvidenceMatrixTests {
             default: return Setup(arguments: run)
             }
         case .pipeline:
+            // Each fault is met where a recovery (a skip, a fallback) would have made the route
+            // look designed: the case expects the pipeline to succeed.
+            let succeeds = "caseId: pipeline-case\npipeline: pipeline.yaml\nexpected:\n  pipeline: {status: succeeded}\n"
+            switch cell.fault {
+            case .modelHung:
+                try write(
+                    """
+                    pipeline: matrix
+                    tasks:
+                      - id: answer
+                        agent: agent.yaml
+                        goal: "Where is order A-1042?"
+                        timeout_ms: 1500
+                        on_error: {timeout: {then: skip, default: "n/a"}}
+                    """, "cases/pipeline.yaml")
+                try write(Self.agentFile(baseURL: server.baseURL("hang")), "cases/agent.yaml")
+                try write(succeeds, "cases/case.yaml")
+                return Setup(arguments: run, says: ["the agent's model did not answer"])
+            case .inputTypo:
+                try write(
+                    """
+                    pipeline: matrix
+                    tasks:
+                      - id: fetch
+                        command: [sh, -c, 'echo "{\\"tickets\\": [1, 2]}"']
+                      - id: count
+                        command: [sh, -c, cat]
+                        inputs: {tickets: fetch.tickts}
+                        on_error: {failure: {then: skip, default: 0}}
+                    """, "cases/pipeline.yaml")
+                try write(succeeds, "cases/case.yaml")
+                return Setup(arguments: run, says: ["its input could not be made", "tickts"])
+            case .validatorMissing:
+                try write(
+                    """
+                    pipeline: matrix
+                    tasks:
+                      - id: make
+                        command: [sh, -c, 'echo "{\\"ok\\": true}"']
+                        validate: {command: [sh, check.sh]}
+                        on_error: {invalid_output: {then: skip, default: {ok: false}}}
+                    """, "cases/pipeline.yaml")
+                try write(succeeds, "cases/case.yaml")
+                return Setup(arguments: run, says: ["sh's script check.sh does not exist"])
+            case .childLogSwapped:
+                try write(
+                    """
+                    pipeline: matrix
+                    tasks:
+                      - id: answer
+                        agent: agent.yaml
+                        goal: "Where is order A-1042?"
+                    """, "cases/pipeline.yaml")
+                try write(Self.agentFile(baseURL: server.baseURL("agent")), "cases/agent.yaml")
+                let ran = try await agentEval(
+                    ["pipeline", "run", "cases/pipeline.yaml", "--out", "piped", "--run-id", "pipe-matrix"], in: directory.url)
+                #expect(ran.status == 0, "\(ran.stdoutText)\(ran.stderr)")
+                // Another run's log in the task's place: intact, and not the run the attempt started.
+                let child = directory.path("piped/matrix-pipe-matrix/tasks/answer-1.jsonl.gz")
+                try FileManager.default.removeItem(atPath: child)
+                try FileManager.default.copyItem(atPath: fixture("support-sample.jsonl.gz"), toPath: child)
+                try write(
+                    "caseId: pipeline-case\nlogs: ../piped/matrix-pipe-matrix/pipeline.jsonl.gz\nexpected:\n  pipeline: {status: succeeded}\n",
+                    "cases/case.yaml")
+                return Setup(arguments: run, says: ["holds run run-support-refund, not the run"])
+            default:
+                break
+            }
             try write(
                 """
                 pipeline: matrix

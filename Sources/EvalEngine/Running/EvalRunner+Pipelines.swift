@@ -105,6 +105,13 @@ extension EvalRunner {
             result.error = error
             return result
         }
+        // The runs the pipeline points to are part of its record: one missing, edited or put in
+        // another's place leaves what its tasks did unproven (a task's status comes from its run).
+        if let problem = replay.childLogProblems(log: log).first {
+            return cannotRun(
+                .anomalousRun, "the pipeline's record of its tasks' runs does not hold: \(problem)",
+                hint: "agent-eval pipeline show \(log) lists every child log's problem; run the pipeline again")
+        }
         if let problem = PipelineCheck.problem(with: expected, in: state) {
             return cannotRun(.unknownTask, problem.message, hint: problem.hint)
         }

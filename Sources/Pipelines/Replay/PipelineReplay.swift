@@ -80,6 +80,11 @@ public struct PipelineReplay: Sendable {
                     let found = try LogVerifier.verify(path: path).problems.filter { !(wasCutShort && $0.code == .tornTail) }
                     if let first = found.first {
                         problems.append("\(what) is not intact: \(first.message)")
+                        continue
+                    }
+                    // The run the attempt started, not another log put in its place.
+                    if let run = attempt.started.run, let child = try LogReader(path: path).firstEvent()?.event.runId, child != run {
+                        problems.append("\(what) holds run \(child), not the run \(run) the attempt started")
                     }
                 } catch let error as LogError where wasCutShort && error.code == .empty {
                     continue  // made, and the process died before its first event

@@ -92,9 +92,16 @@ struct AttemptRunner: Sendable {
             }
         switch (ended, timedOut) {
         case (let ended, true):
+            let outcome = try? ended.get()
+            // Stopped while its model was being asked (a context built, no decision for it): the
+            // model did not answer in time, and what the agent would have done is not known.
+            let waitedOnModel = outcome.map { $0.state.contextPacketCount > $0.state.decisions.count } ?? false
             return AttemptResult(
-                status: .failed(.timeout, "the agent run did not finish within \(task.timeoutMs ?? 0) ms and was stopped"),
-                stopReason: (try? ended.get())?.stop.reason.rawValue, durationUs: 0)
+                status: .failed(
+                    .timeout,
+                    (waitedOnModel ? "\(RunStopped.modelFailurePrefix) the agent's model gave no answer before " : "")
+                        + "the agent run did not finish within \(task.timeoutMs ?? 0) ms and was stopped"),
+                stopReason: outcome?.stop.reason.rawValue, durationUs: 0)
         case (.failure(let error), false):
             return AttemptResult(
                 status: .failed(.failure, "\(TaskFinished.couldNotRunPrefix) the agent run could not run: \(error.message)"), durationUs: 0)
@@ -127,6 +134,10 @@ struct AttemptRunner: Sendable {
     private func runCommand(
         _ arguments: [String], directory: String, isText: Bool, input: JSONValue, timeoutMs: Int?, record: String?
     ) async -> AttemptResult {
+        if let missing = Self.missingScript(arguments, directory: directory) {
+            return AttemptResult(
+                status: .failed(.failure, "\(TaskFinished.couldNotRunPrefix) the command could not start: \(missing)"), durationUs: 0)
+        }
         var process = ChildProcess(
             command: arguments, directory: directory, input: JSONWriter.encode(input) + [0x0A], timeoutMs: timeoutMs ?? 86_400_000,
             outputLimit: Self.outputLimit)
@@ -156,7 +167,9 @@ struct AttemptRunner: Sendable {
         }
         guard result.exitStatus == 0 else {
             let how = result.signal.map { "was killed by signal \($0)" } ?? "exited with status \(result.exitStatus ?? -1)"
-            return AttemptResult(status: .failed(.failure, "the command \(how)\(Self.tail(result.stderr))"), durationUs: 0)
+            // 126 and 127: the shell (or env) found no program to run, or could not run it.
+            let prefix = [126, 127].contains(result.exitStatus) ? "\(TaskFinished.couldNotRunPrefix) " : ""
+            return AttemptResult(status: .failed(.failure, "\(prefix)the command \(how)\(Self.tail(result.stderr))"), durationUs: 0)
         }
         if isText { return AttemptResult(status: .succeeded(.string(String(decoding: result.stdout, as: UTF8.self))), durationUs: 0) }
         do {
@@ -178,17 +191,44 @@ struct AttemptRunner: Sendable {
             return "the output does not match the schema: \(violation)"
         }
         guard let command = validation.command else { return nil }
+        // A validation that gave no answer (it could not start, found no program, hung, was
+        // killed) judged nothing: the harness's fault, never the output's rejection.
+        let harness = "\(TaskFinished.couldNotRunPrefix) the validation command"
+        if let missing = Self.missingScript(command, directory: validation.directory) { return "\(harness) could not start: \(missing)" }
         let process = ChildProcess(
             command: command, directory: validation.directory, input: JSONWriter.encode(output) + [0x0A], timeoutMs: 60_000,
             outputLimit: 1 << 20)
         do {
             let result = try await process.run()
             if result.exitStatus == 0 { return nil }
-            if result.isTimedOut { return "the validation command did not finish within 60 s" }
+            if result.isTimedOut { return "\(harness) did not finish within 60 s and was killed" }
+            if result.isCancelled { return "\(harness) was stopped from outside" }
+            if let signal = result.signal { return "\(harness) was killed by signal \(signal)\(Self.tail(result.stderr))" }
+            if [126, 127].contains(result.exitStatus) {
+                return "\(harness) found no program to run (exit \(result.exitStatus ?? -1))\(Self.tail(result.stderr))"
+            }
             return "the validation command rejected the output (exit \(result.exitStatus ?? -1))\(Self.tail(result.stderr))"
+        } catch let failure as ChildProcess.SpawnFailure {
+            return "\(harness) could not start: \(failure.message)"
         } catch {
-            return "\(TaskFinished.couldNotRunPrefix) the validation command could not start: \(error)"
+            return "\(harness) could not start: \(error)"
         }
+    }
+
+    /// Why a command that runs a script through an interpreter (`[sh, classify.sh]`,
+    /// `[python3, check.py]`) cannot start: the script is not there (relative to `directory`).
+    /// The interpreter would say so and exit like a program that ran and failed (`sh`: 2), which a
+    /// retry, a fallback or a skip would take for the task's own failure.
+    static func missingScript(_ arguments: [String], directory: String) -> String? {
+        guard arguments.count >= 2 else { return nil }
+        let program = (arguments[0] as NSString).lastPathComponent
+        let interpreters = ["sh", "bash", "dash", "zsh", "ksh", "node", "ruby", "perl"]
+        guard interpreters.contains(program) || program.hasPrefix("python") else { return nil }
+        let script = arguments[1]
+        guard !script.hasPrefix("-") else { return nil }
+        let path = script.hasPrefix("/") ? script : (directory as NSString).appendingPathComponent(script)
+        guard !FileManager.default.fileExists(atPath: path) else { return nil }
+        return "\(program)'s script \(script) does not exist (in \(directory))"
     }
 
     static func tail(_ stderr: [UInt8]) -> String {

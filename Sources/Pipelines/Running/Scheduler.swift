@@ -132,7 +132,14 @@ struct Scheduler {
             case .failure(let error):
                 let started = TaskStarted(task: task.id, attempt: attempt, fallbackFor: primary, input: .null, isProbe: isProbe)
                 try recorder.record(.taskStarted(started))
-                try commit(Launch(task: task.id, started: started), AttemptResult(status: .failed(.failure, error.message), durationUs: 0))
+                // The task never ran: its input could not be made (a path the pipeline names that
+                // the output it reads lacks). Whatever recovery follows is the wiring's doing, not
+                // the task's, so a case over the run cannot pass on it.
+                try commit(
+                    Launch(task: task.id, started: started),
+                    AttemptResult(
+                        status: .failed(.failure, "\(TaskFinished.couldNotRunPrefix) its input could not be made: \(error.message)"),
+                        durationUs: 0))
                 continue
             }
             var started = TaskStarted(task: task.id, attempt: attempt, fallbackFor: primary, input: input, isProbe: isProbe)
