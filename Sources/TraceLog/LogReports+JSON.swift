@@ -10,6 +10,8 @@ extension VerificationReport {
         object.set("event_count", eventCount)
         object.set("member_count", members.count)
         object.set("version", formatVersion)
+        object.set("digests_checked", digestCount)
+        object.set("digest_mismatches", JSONValue.array(digestMismatches.map { .int($0) }))
         object.set(
             "members",
             JSONValue.array(

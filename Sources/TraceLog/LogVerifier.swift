@@ -4,8 +4,12 @@ import TraceCore
 ///
 /// It checks each gzip member (header CRC, deflate data, CRC-32 and size of the content),
 /// that members end at event boundaries, and each event (JSON, envelope version, run id,
-/// dense sequence numbers, the hash chain). After a corrupt member it looks for the next
-/// member header and goes on, so one flipped bit does not hide later problems.
+/// dense sequence numbers, the hash chain), and every state digest the log records against the
+/// state its events before it fold to (`RecordedDigests`: an event edited with the chain
+/// computed again keeps the chain and breaks a digest; listed apart, `digestMismatches`, as the
+/// conformance kit lists them). After a corrupt member it looks for the next member header and
+/// goes on, so one flipped bit does not hide later problems (the digests are checked up to the
+/// first problem: past a gap the fold is not the run's).
 public enum LogVerifier {
     /// Verifies the log at `path`. Throws only when the file cannot be read at all (missing,
     /// unreadable, not gzip, or empty: 0 bytes) or not past a member over `memberContentLimit`
@@ -35,6 +39,7 @@ public enum LogVerifier {
         var lineNumber = 0
         var lastCorruptProblem: Int?
         var signatures = SignatureChecks()
+        var digests = RecordedDigests()
 
         let aheadOnAThread = MemberScanner.readsAhead(path, threshold: readsAheadFromBytes)
         scanning: while true {
@@ -61,6 +66,9 @@ public enum LogVerifier {
                                     recorded.event, head: head, key: key, path: path, memberOffset: member.offset, problems: &problems)
                             } else {
                                 report.lastEventKind = recorded.event.kind
+                            }
+                            if problems.isEmpty && !digests.add(recorded.event) {
+                                report.digestMismatches.append(recorded.event.sequence)
                             }
                             report.lastSequence = recorded.event.sequence
                             report.formatVersion = max(report.formatVersion ?? 0, recorded.event.version)
@@ -161,6 +169,7 @@ public enum LogVerifier {
         if report.eventCount == 0 && report.problems.isEmpty { report.problems.append(LogError.noEvent(in: path, tear: nil)) }
         if key != nil { signatures.checkEnd(of: report, path: path, problems: &report.problems) }
         report.signatureCount = signatures.count
+        report.digestCount = digests.checked
         report.peakBufferBytes = scanner.peakBufferBytes
         return report
     }
@@ -202,6 +211,13 @@ public struct VerificationReport: Sendable, Hashable {
     public var lastSequence: Int?
     /// `log_signed` events read.
     public var signatureCount = 0
+    /// State digests checked (up to the first problem).
+    public var digestCount = 0
+    /// The sequence numbers of the events whose recorded state digest is not the digest of the
+    /// state the events before them fold to: the chain holds, and the record does not (an event
+    /// edited with the chain computed again). Not among `problems`, which say what is wrong
+    /// with the file as a chain of events; `log verify` fails on either.
+    public var digestMismatches: [Int] = []
     /// The log's format version (docs/log-format.md §6): the highest envelope version of its
     /// events — 3 for a log whose members link, 1 or 2 (with delta packets) for one whose lines
     /// do. Nil when no event was read.

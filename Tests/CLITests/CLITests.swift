@@ -176,7 +176,19 @@ struct CLITests {
     func verifyExitCodes() async throws {
         let intact = try await agentEval(["log", "verify", fixture("support-sample.jsonl.gz")])
         #expect(intact.status == 0)
-        #expect(intact.stdoutText.contains("intact — version 2, 2 gzip members, 27 events, seq 0 to 26, hash chain unbroken"))
+        #expect(
+            intact.stdoutText.contains(
+                "intact — version 2, 2 gzip members, 27 events, seq 0 to 26, hash chain unbroken, 4 state digests checked"))
+
+        // An event edited and the chain computed again: the chain holds, the digests do not, and that is no intact log.
+        let editedPath = repositoryRoot.appendingPathComponent("Fixtures/conformance/edited-with-chain-recomputed.jsonl.gz").path
+        let edited = try await agentEval(["log", "verify", editedPath])
+        #expect(edited.status == 1, "\(edited.stdoutText)")
+        #expect(
+            edited.stdoutText.contains("EDITED — the hash chain holds, but the state digests recorded at seq 21, seq 25"),
+            "\(edited.stdoutText)")
+        let editedJSON = try JSONParser.parse(try await agentEval(["log", "verify", "--json", editedPath]).stdout)
+        #expect(editedJSON["digest_mismatches"] == [21, 25] && editedJSON["intact"] == true, "the chain is intact; the record is not")
 
         let torn = try await agentEval(["log", "verify", fixture("research-sample-torn.jsonl.gz")])
         #expect(torn.status == 1)

@@ -77,9 +77,15 @@ public struct PipelineReplay: Sendable {
                     continue
                 }
                 do {
-                    let found = try LogVerifier.verify(path: path).problems.filter { !(wasCutShort && $0.code == .tornTail) }
+                    let report = try LogVerifier.verify(path: path)
+                    let found = report.problems.filter { !(wasCutShort && $0.code == .tornTail) }
                     if let first = found.first {
                         problems.append("\(what) is not intact: \(first.message)")
+                        continue
+                    }
+                    if let edited = report.digestMismatches.first {
+                        problems.append(
+                            "\(what) was edited: its state digest at seq \(edited) is not the digest of the state its events fold to")
                         continue
                     }
                     // The run the attempt started, not another log put in its place.

@@ -12,7 +12,10 @@ extension LogCommand {
                 Reads the whole log and reports every problem with the gzip member's byte offset and the event's \
                 sequence number: damaged members (CRC, size or deflate data), a torn tail, members that end inside \
                 an event, lines that are not valid events, an unknown envelope version, sequence gaps and repeats, \
-                and breaks in the hash chain (an edited event). It reads on past a damaged member.
+                and breaks in the hash chain (an edited event). It reads on past a damaged member. It also checks \
+                every state digest the log records against the state its events fold to: a log whose chain holds \
+                but whose digests do not (an event edited and the chain computed again) is reported EDITED, with \
+                the sequence numbers (--json: "digest_mismatches"), and fails.
 
                 An intact log is complete (it ends with run_stopped and every gzip member is closed) or unfinished \
                 (it ends cleanly, but without run_stopped); --json says which as "ending": complete, unfinished, torn \
@@ -26,7 +29,8 @@ extension LogCommand {
                 until `log repair` finishes the seal). A <file>.seal that is not a seal of this log as it is now is a \
                 warning (stray_seal) and is ignored: the log is judged as it is.
 
-                Exit codes: 0 intact (complete or unfinished), 1 damaged (problems listed), 2 unreadable (missing, not gzip).
+                Exit codes: 0 intact (complete or unfinished) and every state digest matches, 1 damaged (problems \
+                listed) or edited (digests that do not match), 2 unreadable (missing, not gzip).
 
                 Examples:
                   agent-eval log verify Fixtures/samples/support-sample.jsonl.gz
@@ -58,10 +62,20 @@ extension LogCommand {
                 printJSON(report.json)
             } else {
                 let sequences = report.members.compactMap(\.lastSequence).max().map { ", seq 0 to \($0)" } ?? ""
-                if report.isIntact {
+                if report.isIntact && !report.digestMismatches.isEmpty {
+                    let at = report.digestMismatches.map { "seq \($0)" }.joined(separator: ", ")
+                    say(
+                        "\(file): EDITED — the hash chain holds, but the state digest\(report.digestMismatches.count == 1 ? "" : "s") "
+                            + "recorded at \(at) \(report.digestMismatches.count == 1 ? "is not the digest" : "are not the digests") of the "
+                            + "state its events fold to: an event before it was changed and the chain computed again, or another fold wrote it"
+                    )
+                    say("  hint: agent-eval replay \(file) shows the step whose state differs; the log is no record to trust")
+                    for warning in report.warnings { reportWarning(warning) }
+                } else if report.isIntact {
                     say(
                         "\(file): intact — \(report.formatVersion.map { "version \($0), " } ?? "")\(counted(report.members.count, "gzip member")), "
-                            + "\(counted(report.eventCount, "event"))\(sequences), hash chain unbroken"
+                            + "\(counted(report.eventCount, "event"))\(sequences), hash chain unbroken, "
+                            + "\(counted(report.digestCount, "state digest")) checked"
                             + (key != nil ? ", \(counted(report.signatureCount, "signature")) checked" : "")
                     )
                     if report.ending == .complete {
@@ -82,7 +96,7 @@ extension LogCommand {
                     for warning in report.warnings { reportWarning(warning) }
                 }
             }
-            if !report.isIntact { throw Exit.failure }
+            if !report.isIntact || !report.digestMismatches.isEmpty { throw Exit.failure }
         }
 
         /// A warning: not a problem of the log, which is intact or damaged without it.
