@@ -191,6 +191,8 @@ public enum LogUpgrade {
     /// compared as the delta it was.
     static func droppedMember(of recorded: RecordedEvent, line: UnsafeRawBufferPointer) throws -> String? {
         guard case .object(let object) = try JSONParser.parse(line), let data = object["data"] else { return nil }
+        // A member of the envelope a newer writer added: no event this build writes holds it.
+        if let member = object.members.first(where: { !Event.envelopeKeys.contains($0.key) }) { return member.key }
         let payload = recorded.wasWrittenAsDelta ? try Event(line: line).payload : recorded.event.payload
         var writer = JSONWriter(capacity: line.count)
         payload.writeData(to: &writer)

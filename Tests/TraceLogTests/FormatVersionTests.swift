@@ -267,6 +267,17 @@ struct FormatVersionTests {
             }
             #expect(!FileManager.default.fileExists(atPath: new))
 
+            // A member a newer writer added to the envelope is refused the same way, not dropped.
+            let enveloped = try Self.v1Lines { index, line in
+                index == 3 ? line.replacingOccurrences(of: #""kind":"#, with: #""sig":"zzz","kind":"#) : line
+            }
+            try Self.write([enveloped], to: old)
+            #expect(try LogVerifier.verify(path: old).isIntact)
+            #expect { try LogUpgrade.upgrade(from: old, to: new) } throws: { error in
+                (error as? LogError)?.code == .unknownMembers && (error as? LogError)?.message.contains("sig") == true
+            }
+            #expect(!FileManager.default.fileExists(atPath: new))
+
             // What says the same as a member left out is no loss: an empty list, a null.
             let spelledOut = try Self.v1Lines { index, line in
                 index == 0

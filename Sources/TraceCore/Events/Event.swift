@@ -212,7 +212,7 @@ public struct Event: Sendable, Hashable {
     }
 
     /// The envelope's member names, in the order they are written.
-    static let envelopeKeys = ["v", "run", "seq", "step", "time_us", "kind", "prev", "data"]
+    public static let envelopeKeys = ["v", "run", "seq", "step", "time_us", "kind", "prev", "data"]
     /// The same, as `JSONScanner.readObject(exactly:)` matches them in a line the writer wrote.
     static let envelopeNames: [StaticString] = [
         "\"v\":", "\"run\":", "\"seq\":", "\"step\":", "\"time_us\":", "\"kind\":", "\"prev\":", "\"data\":",
