@@ -157,6 +157,29 @@ struct GateCommandTests {
             #expect(drifted.stdoutText.contains("κ 0.40"))
             #expect(drifted.stdoutText.contains("DRIFTED: scripted:support-judge: κ 1.00 → 0.40"))
             #expect(drifted.stdoutText.contains("disagrees: \(directory.path("labels.yaml")):5:5"), "\(drifted.stdoutText)")
+            // A judge that gives no verdict in some rounds: no figure over the rounds that answered.
+            try """
+            name: coin-judge
+            rules:
+              - when: {chance: 0.5}
+                reply: {raw: 'I refuse'}
+              - reply: {raw: '{"pass": true, "reason": "ok"}'}
+            """.write(toFile: directory.path("coin-judge.yaml"), atomically: true, encoding: .utf8)
+            try FileManager.default.createDirectory(atPath: directory.path("coin"), withIntermediateDirectories: true)
+            try """
+            caseId: coin
+            logs: \(runs)/runs/support-refund.jsonl.gz
+            expected:
+              answer:
+                rubric: The answer tells the customer the id of their refund.
+                model: {script: ../coin-judge.yaml}
+            """.write(toFile: directory.path("coin/case.yaml"), atomically: true, encoding: .utf8)
+            try "cases: [coin]\nlabels:\n  - {case: coin, log: \(runs)/runs/support-refund.jsonl.gz, verdict: pass}\n".write(
+                toFile: directory.path("coin-labels.yaml"), atomically: true, encoding: .utf8)
+            let coin = try await agentEval(["judge", "calibrate", directory.path("coin-labels.yaml"), "--repeat", "9"])
+            #expect(coin.status == 2, "\(coin.stdoutText)\(coin.stderr)")
+            #expect(coin.stderr.contains("of 9 rounds") && coin.stderr.contains("I refuse"), "\(coin.stderr)")
+            #expect(!coin.stdoutText.contains("self-consistency 100%"), "\(coin.stdoutText)")
             try "cases: [.]\nlabels: []\n".write(toFile: directory.path("empty.yaml"), atomically: true, encoding: .utf8)
             let empty = try await agentEval(["judge", "calibrate", directory.path("empty.yaml")])
             #expect(empty.status == 2 && empty.stderr.contains("no labels"), "\(empty.stderr)")

@@ -93,14 +93,18 @@ struct JudgeCalibrateCommand: AsyncParsableCommand, ReadsLogs {
         } catch {
             throw diagnose(error)
         }
-        // A label the judge gave no verdict on (a log that cannot be read, a judge that does
-        // not answer) makes every figure doubtful: say why, and nothing else.
-        let failedRounds = calibration.outcomes.filter { $0.verdict == nil }
+        // A round in which the judge gave no verdict on a label (a log that cannot be read, a
+        // judge that does not answer or says nothing it can be held to) makes every figure
+        // doubtful — a consistency over the rounds that answered is no consistency: say why,
+        // and nothing else.
+        let failedRounds = calibration.outcomes.filter { $0.rounds.count < calibration.rounds }
         for outcome in failedRounds {
+            let missing = calibration.rounds - outcome.rounds.count
+            let which = outcome.rounds.isEmpty ? "no verdict" : "no verdict in \(missing) of \(calibration.rounds) rounds"
             diagnose(
                 CommandError(
                     "judge_failed",
-                    "\(outcome.label.location): no verdict on \(outcome.label.log): " + (outcome.errors.first ?? "the judge was not asked"),
+                    "\(outcome.label.location): \(which) on \(outcome.label.log): " + (outcome.errors.first ?? "the judge was not asked"),
                     hint: "fix the label's log or the case's judge, then calibrate again"))
         }
         if !failedRounds.isEmpty { throw Exit.unusable }
