@@ -225,6 +225,9 @@ struct JudgeTests {
                     "4:19 answer.model names a judge, but there is no answer.rubric for it to grade against",
                     "6:28 arguments.refund_order.rubric must not be empty",
                 ])
+            // A reference with no word to compare with would score anything alike, or nothing.
+            let wordless = try loadErrors("caseId: w\nlogs: run.jsonl.gz\nexpected:\n  answer: {similarTo: \"👍\"}\n", at: path)
+            #expect(wordless.count == 1 && wordless[0].hasPrefix("4:23 answer.similarTo has no word to compare with"), "\(wordless)")
             let missing = try loadErrors(
                 """
                 caseId: missing

@@ -319,6 +319,9 @@ struct CoreExpectationTests {
         #expect(AnswerSimilarity.rouge1("Refunded 25 EUR for order A-1042.", "refunded 25 eur for order a-1042") == 1)
         #expect(AnswerSimilarity.rouge1("the cat sat", "the cat sat down") == 2 * 1 * 0.75 / 1.75)
         #expect(AnswerSimilarity.rouge1("nothing alike", "entirely different") == 0)
+        // No words on a side is no overlap: 👎 is not like 👍, nor "" like "".
+        #expect(AnswerSimilarity.rouge1("👎", "👍") == 0)
+        #expect(AnswerSimilarity.rouge1("", "") == 0)
         var expected = Expectations()
         expected.answerSimilarTo = ("Refunded 25 EUR for order A-1042.", 0.8)
         var state = trajectory([], stop: RunStopped(reason: .success, answer: "I refunded 25 EUR for order A-1042."))

@@ -569,6 +569,12 @@ public enum EvalCaseFile {
         }
         if let reference = answer.optional("similarTo") {
             let text = try reference.string("answer.similarTo")
+            guard !AnswerSimilarity.tokens(text).isEmpty else {
+                throw ConfigError(
+                    .invalidValue,
+                    "answer.similarTo has no word to compare with: the score counts the words (letters and digits) two answers share",
+                    at: reference.location, hint: "give the reference answer in words, or check the answer with contains: or matches:")
+            }
             var least = 0.8
             if let node = answer.optional("min") {
                 least = try node.double("answer.min")

@@ -6,7 +6,9 @@ public enum AnswerSimilarity {
     public static func rouge1(_ candidate: String, _ reference: String) -> Double {
         let candidateTokens = tokens(candidate)
         let referenceTokens = tokens(reference)
-        guard !candidateTokens.isEmpty, !referenceTokens.isEmpty else { return candidateTokens == referenceTokens ? 1 : 0 }
+        // No words on a side is no overlap (as ROUGE scores it): two texts of emoji or punctuation
+        // alone are not alike for lack of words to tell them apart.
+        guard !candidateTokens.isEmpty, !referenceTokens.isEmpty else { return 0 }
         var counts: [String: Int] = [:]
         for token in referenceTokens { counts[token, default: 0] += 1 }
         var overlap = 0
