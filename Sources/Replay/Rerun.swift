@@ -57,7 +57,16 @@ public enum Rerun {
 
     /// Re-runs `log` with `agent` (as it is now), writing the new run to `output`.
     public static func run(log: String, agent: Agent, output: String, mode: Mode = .strict, runId: String? = nil) async throws -> Report {
-        let recorded = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
+        let read = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll()
+        let recorded = read.events.map(\.event)
+        // A torn log lacks the run's end: a strict re-run, which compares with all of it, would
+        // call the re-run's own end a divergence from a run that only stopped being written.
+        if mode == .strict, let tear = read.summary.tear {
+            throw RerunError(
+                message: "cannot re-run \(log) strictly: it is torn (\(tear)), so the recorded run's end is not in it",
+                path: log,
+                hint: "re-run what it holds with --mode prefix, or seal it first (agent-eval log repair \(ShellWords.quoted(log)))")
+        }
         guard
             let started = recorded.first.flatMap({ event -> RunStarted? in
                 if case .runStarted(let value) = event.payload { return value }

@@ -225,7 +225,8 @@ struct CLITests {
             let reader = LogReader(path: fixture("support-sample.jsonl.gz"), options: LogReader.Options(resolvesContextPackets: true))
             let events = try reader.readAll().events.map(\.event)
             let path = directory.path("open.jsonl.gz")
-            try LogWriter.withWriter(creating: path, runId: "r") { writer in
+            // The same run id: its states, and so the digests its step ends recorded, are the sample's.
+            try LogWriter.withWriter(creating: path, runId: events[0].runId) { writer in
                 for event in events.prefix(10) { try writer.append(event.payload, step: event.step, timeUs: event.timeUs) }
             }
             let open = try await agentEval(["log", "verify", path])

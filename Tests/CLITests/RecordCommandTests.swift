@@ -233,8 +233,9 @@ struct RecordCommandTests {
             body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Order A-1042."}]}).encode()
             try:
                 urllib.request.urlopen(urllib.request.Request(url, data=body, headers={"content-type": "application/json"}))
-            except urllib.error.HTTPError:
-                sys.exit(1)  # what the upstream said is the agent's to print, not agent-eval's
+            except urllib.error.HTTPError as error:
+                error.read()  # the whole answer taken (what it says is the agent's to print, not agent-eval's)
+                sys.exit(1)
             """
         try inQuery.write(toFile: directory.path("query_agent.py"), atomically: true, encoding: .utf8)
         let queryLog = directory.path("query.jsonl.gz")

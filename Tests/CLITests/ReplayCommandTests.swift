@@ -182,6 +182,13 @@ struct ReplayCommandTests {
             ])
             #expect(conflicting.status == 64)
             #expect(conflicting.stderr.contains("--step do not apply"))
+            // A torn log lacks the run's end: a strict re-run says so (2), not that the code diverged (1).
+            let log = try Data(contentsOf: URL(fileURLWithPath: runFixture("support-refund.jsonl.gz")))
+            try log.prefix(2500).write(to: URL(fileURLWithPath: directory.path("torn.jsonl.gz")))
+            let torn = try await agentEval(["rerun", directory.path("torn.jsonl.gz"), "--agent", agent])
+            #expect(torn.status == 2, "\(torn.stdoutText)\(torn.stderr)")
+            #expect(torn.stderr.contains("cannot re-run") && torn.stderr.contains("strictly: it is torn"), "\(torn.stderr)")
+            #expect(torn.stderr.contains("--mode prefix"), "\(torn.stderr)")
             let text = try String(contentsOfFile: agent, encoding: .utf8)
                 .replacingOccurrences(of: "when: {tool: \"delete_*\"}", with: "when: {tool: \"*_order\"}")
             try text.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
