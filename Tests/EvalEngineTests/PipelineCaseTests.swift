@@ -212,6 +212,11 @@ struct PipelineCaseTests {
         #expect(errors.contains { $0.hasPrefix("5:5 pipeline.noBreakerOpened contradicts pipeline.breakersOpened") })
         #expect(errors.contains { $0.hasPrefix("10:5 tasks.fetch expects nothing") })
         #expect(errors.contains { $0.contains("tasks.classify.retries max (1) is below min (2)") })
+        // An output matcher every output holds expects nothing: it would pass a pipeline that failed.
+        let vacuous = try Self.errors(
+            "{caseId: a, pipeline: \(pipeline), expected: {pipeline: {outputs: {}}, tasks: {fetch: {output: {mode: ignore}}}}}")
+        #expect(vacuous.contains { $0.contains("pipeline.outputs expects nothing: every output holds {}") }, "\(vacuous)")
+        #expect(vacuous.contains { $0.contains("tasks.fetch.output expects nothing") }, "\(vacuous)")
         #expect(
             try Self.errors("{caseId: a, pipeline: x.yaml, agent: y.yaml, input: hi, expected: {pipeline: {status: failed}}}").first?
                 .contains("has pipeline and agent") == true)

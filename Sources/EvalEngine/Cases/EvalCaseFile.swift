@@ -730,6 +730,18 @@ public enum EvalCaseFile {
 
     /// A matcher: `{mode, match, paths, ignoreKeys}`, or a plain mapping of expected
     /// arguments (a superset match: the call has at least these).
+    /// `readMatcher`, refusing a matcher that every object holds (`{}`): an output expectation
+    /// that expects nothing would pass a pipeline that failed.
+    static func readOutputMatcher(_ node: ConfigNode, what: String) throws(ConfigError) -> ArgumentMatcher {
+        let matcher = try readMatcher(node, what: what)
+        if matcher.mode == .superset || matcher.mode == .ignore, matcher.paths.isEmpty, matcher.expected.objectValue?.isEmpty ?? false {
+            throw ConfigError(
+                .invalidValue, "\(what) expects nothing: every output holds {}", at: node.location,
+                hint: "name the members the output must have, e.g. {labels: {T-1: billing}}, or drop it")
+        }
+        return matcher
+    }
+
     static func readMatcher(_ node: ConfigNode, what: String) throws(ConfigError) -> ArgumentMatcher {
         var fields = try node.mapping(what)
         guard fields.pairs.contains(where: { matcherKeys.contains($0.key) }) else {

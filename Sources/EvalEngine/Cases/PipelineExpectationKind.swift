@@ -92,7 +92,9 @@ struct PipelineExpectationKind: Sendable {
             }),
         PipelineExpectationKind(
             key: "outputs",
-            read: { node, expected throws(ConfigError) in expected.outputs = try EvalCaseFile.readMatcher(node, what: "pipeline.outputs") },
+            read: { node, expected throws(ConfigError) in
+                expected.outputs = try EvalCaseFile.readOutputMatcher(node, what: "pipeline.outputs")
+            },
             count: { $0.outputs == nil ? 0 : 1 },
             check: { expected, facts, failures in
                 guard let matcher = expected.outputs else { return }
@@ -145,7 +147,7 @@ struct TaskExpectationKind: Sendable {
             read: { node, task, what throws(ConfigError) in
                 // A mapping is an argument matcher; any other value must be equal.
                 if case .mapping = node.content {
-                    task.output = .matcher(try EvalCaseFile.readMatcher(node, what: "\(what).output"))
+                    task.output = .matcher(try EvalCaseFile.readOutputMatcher(node, what: "\(what).output"))
                 } else {
                     task.output = .equals(node.json)
                 }
