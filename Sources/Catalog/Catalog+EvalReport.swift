@@ -167,7 +167,7 @@ extension SuiteRows {
                     caseId: result.id, file: result.evalCase.location.path,
                     fileDigest: digests.digest(of: result.evalCase.location.path), isLive: result.evalCase.isLive,
                     outcome: EvalReport.outcome(result), passRate: result.passRate,
-                    passHatK: result.runs.count >= report.k ? result.passHatK(report.k) : nil, stability: result.stability.rawValue,
+                    passHatK: result.counts.attempts >= report.k ? result.passHatK(report.k) : nil, stability: result.stability.rawValue,
                     baselineStatus: report.comparisons[result.id]?.status.rawValue, error: result.error?.description,
                     runs: result.runs.map { run in
                         Run(

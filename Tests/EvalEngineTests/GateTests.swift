@@ -74,6 +74,12 @@ struct GateTests {
         let report = EvalReport(results: [result])
         #expect(report.exitStatus == 2)
         #expect(report.json["cases"]?.arrayValue?.first?["attempts"] == ["passed": 2, "failed": 1, "could_not_run": 1])
+        // pass^k, pass@k and stability over the attempts that ran, as the pass rate: attempts
+        // that could not run make no case flaky and no draw a failure.
+        let halfRan = Self.live("c", [.pass, .error, .pass, .pass, .error, .pass])
+        #expect(halfRan.passRate == 1 && halfRan.passHatK(4) == 1 && halfRan.passAtK(4) == 1)
+        #expect(halfRan.stability == .stablePass)
+        #expect(EvalReport(results: [halfRan], k: 5).json["cases"]?.arrayValue?.first?["pass_hat_k"] == nil, "fewer than k attempts ran")
         try TemporaryDirectory.with { directory in
             let before = Self.live("h", Self.passes)
             try Baseline.write([before], to: directory.path("base"))

@@ -286,7 +286,8 @@ public struct EvalReport: Sendable {
         object.set("attempts", attempts.json)
         if result.evalCase.minPassRate < 1 { object.set("min_pass_rate", result.evalCase.minPassRate) }
         object.set("quarantine", result.evalCase.quarantine?.json)
-        if result.runs.count >= k {
+        // Over the attempts that ran: with fewer than k of them there is no k to draw.
+        if counts.attempts >= k {
             object.set("pass_at_k", result.passAtK(k))
             object.set("pass_hat_k", result.passHatK(k))
         }

@@ -99,9 +99,12 @@ public struct CaseResult: Sendable {
 
     public var passRate: Double { counts.rate }
 
+    /// Over the attempts that ran, as `counts`: an attempt that could not run is no failure
+    /// of the agent's, so it makes no case flaky.
     public var stability: Stability {
-        switch passCount {
-        case runs.count where !runs.isEmpty: return .stablePass
+        let counts = counts
+        switch counts.passes {
+        case counts.attempts where counts.attempts > 0: return .stablePass
         case 0: return .stableFail
         default: return .flaky
         }
@@ -128,9 +131,11 @@ public struct CaseResult: Sendable {
         return order.compactMap { tallies[$0] }.filter { $0.passed > 0 && $0.passed < $0.rounds }
     }
 
-    /// Probability that at least one of k runs drawn without replacement passes.
-    public func passAtK(_ k: Int) -> Double { PassEstimator.passAtK(n: runs.count, c: passCount, k: k) }
+    /// Probability that at least one of k runs drawn without replacement passes, over the
+    /// attempts that ran (`counts`), as the pass rate is.
+    public func passAtK(_ k: Int) -> Double { PassEstimator.passAtK(n: counts.attempts, c: counts.passes, k: k) }
 
-    /// Probability that all of k runs drawn without replacement pass (tau-bench's pass^k).
-    public func passHatK(_ k: Int) -> Double { PassEstimator.passHatK(n: runs.count, c: passCount, k: k) }
+    /// Probability that all of k runs drawn without replacement pass (tau-bench's pass^k), over
+    /// the attempts that ran.
+    public func passHatK(_ k: Int) -> Double { PassEstimator.passHatK(n: counts.attempts, c: counts.passes, k: k) }
 }
