@@ -367,7 +367,9 @@ public struct LogReader {
     }
 
     static func corruption(path: String, member: MemberScanner.Member, reason: String, nextSequence: Int) -> LogError {
-        if member.offset == 0 && member.index == 0 && reason.contains("header") {
+        // A gzip header with flags no log member carries (`gzip FILE` writes the file's name) is
+        // damage to a log (docs/log-format.md §1.1), not a file that is no gzip.
+        if member.offset == 0 && member.index == 0 && reason.contains("header") && !reason.contains("header flags") {
             return LogError(
                 .notGzip, "the file is not a gzip-compressed log (zlib: \(reason))", path: path, memberOffset: 0,
                 hint: "agent-eval logs are gzip-compressed JSONL, usually named *.jsonl.gz")

@@ -140,7 +140,7 @@ public enum LogVerifier {
                 break scanning
             case .corrupt(let member, let reason):
                 let next = try scanner.nextMemberOffset(after: member.offset + 1)
-                if member.index == 0 && member.offset == 0 && next == nil && reason.contains("header") {
+                if member.index == 0 && member.offset == 0 && next == nil && reason.contains("header") && !reason.contains("header flags") {
                     throw LogReader.corruption(path: path, member: member, reason: reason, nextSequence: 0)
                 }
                 var summary = MemberSummary(index: member.index, offset: member.offset, length: member.length)

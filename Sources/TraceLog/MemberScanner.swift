@@ -235,7 +235,8 @@ struct MemberScanner {
         guard bytes[0] == 0x1F, bytes[1] == 0x8B else { return "incorrect header check" }
         if bytes[3] & 0x1C != 0 {
             return
-                "header flags 0x\(String(bytes[3], radix: 16)) ask for an extra field, a name or a comment, which version 1 members never carry"
+                "header flags 0x\(String(bytes[3], radix: 16)) ask for an extra field, a name or a comment, which log members never carry "
+                + "(a file compressed by another tool: gzip FILE keeps the file's name)"
         }
         return nil
     }

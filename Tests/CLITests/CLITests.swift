@@ -206,6 +206,16 @@ struct CLITests {
             #expect(notGzip.status == 2)
             #expect(notGzip.stderr.contains("error: the file is not a gzip-compressed log"))
             #expect(notGzip.stderr.contains("hint: agent-eval logs are gzip-compressed JSONL"))
+            // gzip of a log's text, as the gzip tool writes it (its header names the file): gzip,
+            // and a damaged log (no log member carries a name), not a file that is no gzip.
+            let text = try await Subprocess.run("/usr/bin/env", ["gzip", "-dc", fixture("support-sample.jsonl.gz")])
+            try Data(text.stdout).write(to: URL(fileURLWithPath: directory.path("text.jsonl")))
+            #expect(try await Subprocess.run("/usr/bin/env", ["gzip", directory.path("text.jsonl")]).status == 0)
+            let named = try await agentEval(["log", "verify", directory.path("text.jsonl.gz")])
+            #expect(named.status == 1, "\(named.stdoutText)\(named.stderr)")
+            #expect(
+                named.stdoutText.contains("[corrupt_member]") && named.stdoutText.contains("gzip FILE keeps the file's name"),
+                "\(named.stdoutText)")
 
             // Damage: verify is the full report, so it sends the reader nowhere else for one.
             var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: fixture("support-sample.jsonl.gz"))))
