@@ -485,11 +485,15 @@ public final class ExchangeRecorder: Sendable {
     /// The log's recorder, made (with `run_started`) on first use.
     func recorder(for view: ModelRequestView?, state: inout State, atUs: Int) throws -> RunRecorder {
         if let recorder = state.recorder { return recorder }
-        // A fork records its prefix apart; its log is made at the fork point (`makeFork`).
+        // A fork records its prefix apart; its log is made at the fork point (`makeFork`). The
+        // prefix file is bookkeeping, but a recorder killed before the fork point leaves it on
+        // disk: it redacts as the log does.
+        var prefixOptions = LogWriter.Options()
+        prefixOptions.redactor = options.redactor
         let writer =
             fork == nil
             ? try LogWriter.create(at: logPath, runId: runId, options: options)
-            : try LogWriter.create(at: forkPrefixPath, runId: runId, options: LogWriter.Options())
+            : try LogWriter.create(at: forkPrefixPath, runId: runId, options: prefixOptions)
         writer.redact(also: state.secrets.sorted(), rule: "header")
         let recorder = RunRecorder(writer: writer, timeUs: atUs)
         let goal = self.goal ?? view?.firstUserText ?? ""
