@@ -93,6 +93,21 @@ struct PipelineCrashTests {
                 _ = try? LogReader(path: checked + "/" + child).forEachEvent { RunState.reduce(into: &run, $0.event) }
                 return run.stop != nil
             }
+            // A copy of the killed run whose child log is then another run's: resume takes no answer from it.
+            let swapped = directory.path("runs/checked-swapped")
+            try FileManager.default.copyItem(atPath: checked, toPath: swapped)
+            let childLog = try #require(
+                try PipelineReplay(log: swapped + "/pipeline.jsonl.gz").state.tasks.first?.attempts.last?.started.log)
+            try FileManager.default.removeItem(atPath: swapped + "/" + childLog)
+            try FileManager.default.copyItem(atPath: fixture("support-sample.jsonl.gz"), toPath: swapped + "/" + childLog)
+            let fromSwapped = try await agentEval(["pipeline", "resume", swapped, "--wait"], in: directory.url)
+            #expect(fromSwapped.status == 1, "\(fromSwapped.stdoutText)\(fromSwapped.stderr)")
+            let swappedAttempt = try PipelineReplay(log: swapped + "/pipeline.jsonl.gz").state.tasks.first?.attempts.last?.finished
+            #expect(swappedAttempt?.isHarnessFault == true, "\(String(describing: swappedAttempt))")
+            #expect(
+                swappedAttempt?.error?.contains("holds run run-support-refund, not the run") == true,
+                "\(String(describing: swappedAttempt))")
+
             let resumed = try await agentEval(["pipeline", "resume", checked, "--wait"], in: directory.url)
             #expect(resumed.status == 1, "the validation refuses the output: \(resumed.stdoutText)\(resumed.stderr)")
             let state = try PipelineReplay(log: checked + "/pipeline.jsonl.gz").state

@@ -388,8 +388,13 @@ public struct PipelineRunner: Sendable {
                 status: .failed(.interrupted, "the attempt was cut short (the pipeline process stopped)"), durationUs: 0,
                 recovery: TaskRecovery(action: .retry, delayMs: 0))
             if let log = attempt.started.log, case .agent = planned.work {
-                let child = Self.readChild(directory + "/" + log)
-                if let stop = child.stop, !stop.isInterruption {
+                let (child, untrusted) = Self.readChild(directory + "/" + log, run: attempt.started.run)
+                if let untrusted {
+                    // No answer is taken from a record that does not hold: the resume does not
+                    // build on it, and a case over the pipeline could not run.
+                    result.recovery = nil
+                    result.status = .failed(.failure, "\(TaskFinished.couldNotRunPrefix) its run's log \(log) \(untrusted)")
+                } else if let stop = child.stop, !stop.isInterruption {
                     result.recovery = nil
                     result.stopReason = stop.reason.rawValue
                     result.durationUs = max(0, (child.lastEventAtUs ?? 0) - (child.startedAtUs ?? 0))
@@ -410,11 +415,24 @@ public struct PipelineRunner: Sendable {
         return settled
     }
 
-    static func readChild(_ path: String) -> RunState {
+    /// The state a child log folds to, and why it is no record to resume from, when it is not:
+    /// a state digest its events do not rebuild (edited), or another run than the attempt's.
+    static func readChild(_ path: String, run: String?) -> (state: RunState, untrusted: String?) {
         var state = RunState()
+        var digests = RecordedDigests()
+        var untrusted: String?
         // A torn child log is read up to its last complete event.
-        _ = try? LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
-        return state
+        _ = try? LogReader(path: path).forEachEvent { recorded in
+            if untrusted == nil, let run, recorded.event.runId != run {
+                untrusted = "holds run \(recorded.event.runId), not the run \(run) the attempt started"
+            }
+            if untrusted == nil, !digests.add(recorded.event) {
+                untrusted =
+                    "was edited: its state digest at seq \(recorded.event.sequence) is not the digest of the state its events fold to"
+            }
+            RunState.reduce(into: &state, recorded.event)
+        }
+        return (state, untrusted)
     }
 
     /// "tool (write) call c1 at step 3" for the first intent of a draft or write tool with no result.
