@@ -98,6 +98,19 @@ import TraceLog
         #expect(several.contains { $0.hasPrefix("3:5") && $0.contains("both \"agent\" and \"command\"") })
         #expect(several.contains { $0.contains("skips but gives no default output") })
         #expect(several.contains { $0.contains("no error class \"timout\"") })
+        // A skip's default is the task's output from then on: the task's schema holds it as any output.
+        let unchecked = try Self.errors(
+            """
+            pipeline: p
+            tasks:
+              - id: a
+                command: [cat]
+                validate: {schema: {type: object, required: [labels]}}
+                on_error: {failure: {then: skip, default: {ok: false}}}
+            """)
+        #expect(
+            unchecked.count == 1 && unchecked[0].hasPrefix("6:15")
+                && unchecked[0].contains("skips with a default output that its validate.schema refuses"), "\(unchecked)")
     }
 
     @Test func warnsAboutOutputsNobodyUses() throws {

@@ -116,7 +116,21 @@ public enum PipelineFile {
             let timeoutMs =
                 errors.collect { () throws(ConfigError) in try fields.optional("timeout_ms")?.int("timeout_ms", in: 1...86_400_000) } ?? nil
             let validation = readValidation(fields.optional("validate"), what: what)
-            let recovery = readRecovery(fields.optional("on_error"), what: what)
+            let recoveryNode = fields.optional("on_error")
+            let recovery = readRecovery(recoveryNode, what: what)
+            // A skip's default is the task's output from then on: it holds to the output schema
+            // as every output the task goes on with does (checked here, where it is written).
+            if let schema = validation?.schema, let recovery, let recoveryNode {
+                let defaults = Set(recovery.values.compactMap(\.defaultOutput).map { JSONWriter.encodeString($0) }).sorted()
+                for text in defaults {
+                    guard let value = try? JSONParser.parse(Array(text.utf8)), let violation = schema.violation(of: value, root: "default")
+                    else { continue }
+                    errors.errors.append(
+                        ConfigError(
+                            .invalidValue, "\(what) skips with a default output that its validate.schema refuses: \(violation)",
+                            at: recoveryNode.location, hint: "give a default the schema accepts, or let the task fail"))
+                }
+            }
             let breakerNode = fields.optional("breaker")
             let breaker =
                 errors.collect { () throws(ConfigError) -> String? in
