@@ -1,6 +1,6 @@
 import Crypto
 public import Foundation
-import TraceCore
+public import TraceCore
 
 /// Keeps secrets out of logs: before an event is written, every secret in its line is replaced
 /// by a stable, keyed placeholder — `[redacted:<rule>:<8 hex>]`, the same for the same secret
@@ -210,6 +210,19 @@ public struct Redactor: Sendable, Hashable {
     /// is written as: the placeholder of `rule`, the same for the same secret throughout.
     public func redactedValue(_ secret: String, rule: String) -> String {
         secret.hasPrefix("[redacted:") ? secret : placeholder(secret, rule: rule)
+    }
+
+    /// Whether `value` holds a placeholder a redactor wrote (`[redacted:rule:hex]`, or a
+    /// message's `[redacted]`) in any string, key or value: then it is not what was said, only
+    /// what the log keeps of it.
+    public static func holdsPlaceholder(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): return text.contains("[redacted:") || text.contains("[redacted]")
+        case .array(let elements): return elements.contains(where: holdsPlaceholder)
+        case .object(let object):
+            return object.members.contains { holdsPlaceholder(.string($0.key)) || holdsPlaceholder($0.value) }
+        default: return false
+        }
     }
 
     /// The placeholder for `secret` found by `rule`.

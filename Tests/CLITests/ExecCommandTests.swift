@@ -174,6 +174,47 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("an approved call whose arguments the log keeps redacted is not run from the log on resume: the run stops, saying why")
+    func approvedRedactedCallIsNotRun() async throws {
+        try await TemporaryDirectory.with { directory in
+            try """
+            import sys
+            open(sys.argv[1], "ab").write(sys.stdin.buffer.readline())
+            print('{"ok": true}')
+            """.write(toFile: directory.path("tool.py"), atomically: true, encoding: .utf8)
+            try """
+            name: setter
+            model: {script: model.yaml}
+            tools:
+              - name: set_password
+                description: Sets a password.
+                side_effect: write
+                command: [python3, tool.py, \(directory.path("got.txt"))]
+            policy:
+              default: allow
+              rules:
+                - {id: ask, when: {tool: set_password}, verdict: approval_required}
+            """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try """
+            decisions:
+              - tool_calls: [{name: set_password, arguments: {user: bob, password: "N3w-Passw0rd-2024!"}}]
+              - answer: done
+            """.write(toFile: directory.path("model.yaml"), atomically: true, encoding: .utf8)
+            let log = directory.path("run.jsonl.gz")
+            let asked = try await agentEval(["exec", "--agent", directory.path("agent.yaml"), "--input", "go", "--log", log])
+            #expect(asked.status == 1, "\(asked.stdoutText)\(asked.stderr)")
+            let resumed = try await agentEval(["exec", "--agent", directory.path("agent.yaml"), "--resume", log, "--approve", "call-1"])
+            #expect(resumed.status == 1, "\(resumed.stdoutText)\(resumed.stderr)")
+            #expect(
+                (resumed.stdoutText + resumed.stderr).contains("the log keeps its arguments redacted"),
+                "\(resumed.stdoutText)\(resumed.stderr)")
+            #expect(
+                !FileManager.default.fileExists(atPath: directory.path("got.txt")), "the tool never ran with a placeholder for a password")
+            let state = try RecordCommandTests.state(log)
+            #expect(state.stop?.reason == .blocked && state.calls.first?.isExecuted == false)
+        }
+    }
+
     @Test("two processes resuming one run at once: the approved call runs once, one of them is refused, the log stays whole")
     func oneWriterPerLog() async throws {
         let agent = ExampleRuns.agentPath("support")

@@ -436,6 +436,18 @@ final class RunSession {
         let step = state.step
         let pending = state.calls.filter { $0.step == step }
         let approved = pending.filter { $0.approval?.isGranted == true && !$0.isExecuted }
+        // The calls are rebuilt from the log, which keeps a secret in their arguments as its
+        // placeholder: run so, a call would do something else than what the model proposed and
+        // the person approved (set a password to "[redacted:…]"). It is not run.
+        if let redacted = approved.first(where: { Redactor.holdsPlaceholder($0.arguments) }) {
+            try recorder.endStep()
+            try stop(
+                .blocked,
+                error: "\(redacted.tool) (\(redacted.id)) was approved, but the log keeps its arguments redacted (a secret in them is "
+                    + "written as [redacted:…]): run from the log, it would not be the call the model proposed, so it is not run; "
+                    + "run the agent again, or keep such values out of the tool's arguments (a tool reads a secret from its env:)")
+            return
+        }
         try await execute(approved.map { ToolCall(id: $0.id, name: $0.tool, arguments: $0.arguments) })
         try await finishStep(after: pending.map { ToolCall(id: $0.id, name: $0.tool, arguments: $0.arguments) })
     }
