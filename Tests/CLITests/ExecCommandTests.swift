@@ -215,6 +215,43 @@ struct ExecCommandTests {
         }
     }
 
+    @Test(
+        "calls proposed in one decision are each judged with the ones before it under way: tool_calls_left_below holds as for calls one at a time"
+    )
+    func parallelCallsCountAgainstWhatIsLeft() async throws {
+        try await TemporaryDirectory.with { directory in
+            try """
+            name: mailer
+            model: {script: model.yaml}
+            tools:
+              - {name: send_email, description: Sends., side_effect: write, fixture: [{output: {sent: true}}]}
+            policy:
+              default: allow
+              rules:
+                - id: keep-the-last-two
+                  when: {side_effect: write, tool_calls_left_below: 3}
+                  verdict: deny
+            limits: {max_tool_calls: 5}
+            """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            let calls = (1...5).map { "{name: send_email, arguments: {n: \($0)}}" }.joined(separator: ", ")
+            try "decisions:\n  - tool_calls: [\(calls)]\n  - answer: done\n".write(
+                toFile: directory.path("model.yaml"), atomically: true, encoding: .utf8)
+            let log = directory.path("run.jsonl.gz")
+            _ = try await agentEval(["exec", "--agent", directory.path("agent.yaml"), "--input", "go", "--log", log])
+            let state = try RecordCommandTests.state(log)
+            #expect(state.calls.map { $0.verdict?.verdict } == [.allow, .allow, .allow, .deny, .deny], "\(state.calls.map(\.verdict))")
+            #expect(state.calls.filter(\.isExecuted).count == 3)
+            // The audit judges them the same way.
+            try
+                "policy:\n  default: allow\n  rules:\n    - {id: keep, when: {side_effect: write, tool_calls_left_below: 3}, verdict: deny}\n"
+                .write(toFile: directory.path("policy.yaml"), atomically: true, encoding: .utf8)
+            let audit = try await agentEval(["audit", "--policy", directory.path("policy.yaml"), "--all", "--json", log])
+            let findings = try JSONParser.parse(audit.stdout).arrayValue?.first?["findings"]?.arrayValue ?? []
+            #expect(
+                findings.compactMap { $0["verdict"]?.stringValue } == ["allow", "allow", "allow", "deny", "deny"], "\(audit.stdoutText)")
+        }
+    }
+
     @Test("two processes resuming one run at once: the approved call runs once, one of them is refused, the log stays whole")
     func oneWriterPerLog() async throws {
         let agent = ExampleRuns.agentPath("support")

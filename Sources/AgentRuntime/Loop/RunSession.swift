@@ -370,11 +370,16 @@ final class RunSession {
     /// run when a denial, a failure or a pending approval says so.
     func handle(_ calls: [ToolCall]) async throws {
         let start = state.start
+        // The calls of this decision judged to run (or to wait for approval) so far: none has run
+        // when the next is judged, and each counts against what is left.
+        var underWay = 0
         for call in calls {
             guard let tool = agent.tools[call.name] else { continue }
             let query = PolicyQuery(
-                call: call, tool: tool.spec, actor: start?.actor, route: start?.route, state: state, limits: start?.limits ?? agent.limits)
+                call: call, tool: tool.spec, actor: start?.actor, route: start?.route, state: state, limits: start?.limits ?? agent.limits,
+                callsUnderWay: underWay)
             let decision = agent.policy.decide(query)
+            if decision.verdict != .deny { underWay += 1 }
             try recorder.record(
                 .verdictGiven(
                     VerdictGiven(callId: call.id, tool: call.name, verdict: decision.verdict, reason: decision.reason, rule: decision.rule))

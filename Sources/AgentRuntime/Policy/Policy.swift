@@ -10,19 +10,27 @@ public struct PolicyQuery: Sendable {
     /// The run so far: approvals already given, budget used.
     public var state: RunState
     public var limits: RunLimits
+    /// Calls judged before this one that have not run yet but may: the allowed (or held for
+    /// approval) calls of the same decision before it, a proxy's calls in flight. They count
+    /// against `max_tool_calls` as the calls run do, so that calls in one decision cannot
+    /// each see the budget before any of them.
+    public var callsUnderWay: Int
 
-    public init(call: ToolCall, tool: ToolSpec, actor: String?, route: String?, state: RunState, limits: RunLimits) {
+    public init(
+        call: ToolCall, tool: ToolSpec, actor: String?, route: String?, state: RunState, limits: RunLimits, callsUnderWay: Int = 0
+    ) {
         self.call = call
         self.tool = tool
         self.actor = actor
         self.route = route
         self.state = state
         self.limits = limits
+        self.callsUnderWay = callsUnderWay
     }
 
-    /// Tool calls left under `max_tool_calls`, if it is set.
+    /// Tool calls left under `max_tool_calls`, if it is set: less the calls run and those under way.
     public var toolCallsLeft: Int? {
-        limits.maxToolCalls.map { $0.subtractingSaturating(state.counters.executedCalls) }
+        limits.maxToolCalls.map { $0.subtractingSaturating(state.counters.executedCalls.addingSaturating(callsUnderWay)) }
     }
 
     /// Tokens left under `token_budget`, if it is set.

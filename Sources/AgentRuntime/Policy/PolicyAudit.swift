@@ -71,6 +71,8 @@ public struct PolicyAudit: Sendable {
         RunState.reduce(into: &state, event)
         guard case .decisionMade(let made) = event.payload, case .valid(.toolCalls(let proposed)) = made.outcome else { return }
         let limits = state.start?.limits ?? RunLimits()
+        // As the gate judges them: each call with the ones before it in the decision under way.
+        var underWay = 0
         for call in proposed {
             let recorded = state.start?.tools.first { $0.name == call.name }
             let annotated = recorded?.sideEffect
@@ -81,7 +83,8 @@ public struct PolicyAudit: Sendable {
             let decision = policy.policy.decide(
                 PolicyQuery(
                     call: call, tool: spec, actor: actor ?? state.start?.actor, route: route ?? state.start?.route, state: state,
-                    limits: limits))
+                    limits: limits, callsUnderWay: underWay))
+            if decision.verdict != .deny { underWay += 1 }
             findings.append(Finding(callId: call.id, step: event.step, tool: call.name, arguments: call.arguments, decision: decision))
         }
     }

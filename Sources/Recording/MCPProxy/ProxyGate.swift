@@ -65,7 +65,9 @@ struct ProxyGate: Sendable {
         } else {
             let limits = RunLimits(maxToolCalls: maxToolCalls, tokenBudget: tokenBudget)
             decision = policy.policy.decide(
-                PolicyQuery(call: call, tool: spec(name), actor: actor, route: route, state: recorder.state, limits: limits))
+                PolicyQuery(
+                    call: call, tool: spec(name), actor: actor, route: route, state: recorder.state, limits: limits, callsUnderWay: waiting)
+            )
         }
         try recorder.record(
             .verdictGiven(VerdictGiven(callId: callId, tool: name, verdict: decision.verdict, reason: decision.reason, rule: decision.rule))
