@@ -117,7 +117,24 @@ struct SubprocessToolTests {
         #expect(ContinuousClock.now - started < .seconds(240))
         #expect(outcome.status == .error)
         #expect(outcome.error == "/bin/sh printed more than 65536 bytes; its process group was killed")
-        #expect(outcome.rawOutput?.count == 64 * 1024)
+        // What is kept ends where a word ends: the partial one at the cut is dropped.
+        let kept = outcome.rawOutput ?? []
+        #expect(kept.count <= 64 * 1024 && kept.count > 60 * 1024 && [0x0A, 0x22].contains(kept.last), "\(kept.count)")
+    }
+
+    @Test("a cut through a secret keeps none of it: the partial word at the limit of stdout and at the start of stderr's tail is dropped")
+    func cutsKeepNoPartialWord() async throws {
+        // stdout cut inside a password member: its value would be left whole but for its end, and unredactable.
+        let member = try await invoke(
+            #"printf '{"user": "bob", "password": "correct-horse-battery-staple-9931", "pad": "%0500d"}' 0"#, outputLimit: 60)
+        #expect(member.rawOutput.map { String(decoding: $0, as: UTF8.self) } == #"{"user": "bob", "password": ""#)
+        // stderr keeps its last 16 KiB: the cut takes the key's "sk-pr", and the rest matches no pattern.
+        let tail = try await invoke(
+            "head -c 50 /dev/zero | tr '\\0' x >&2; printf 'sk-proj-Q7vR2mXk9LpT4wZs8NcY3bHd6JfGa1Ue5KoPiVqW\\n' >&2; "
+                + "yes aaaaaaaaa | head -c 16340 >&2; echo '{\"ok\": true}'")
+        #expect(tail.status == .ok)
+        let stderr = tail.stderr ?? ""
+        #expect(!stderr.contains("Q7vR2mXk9LpT4wZs8NcY3bHd6JfGa1Ue") && stderr.hasPrefix("aaaaaaaaa\n"), "\(stderr.prefix(80))")
     }
 
     @Test("a command that does not exist is a failure with the reason")

@@ -244,6 +244,9 @@ public struct ChildProcess: Sendable {
         }
         defer { if let recordPath { unlink(recordPath) } }
         var result = Result(exitStatus: nil, signal: nil, stdout: [], stderr: [], isOutputTruncated: false, isTimedOut: false)
+        // Whether a stream's start was cut away to keep its tail.
+        var isStderrCut = false
+        var isStdoutTailCut = false
         var inputFD = process.stdin
         var outputFD = process.stdout
         var errorFD = process.stderr
@@ -304,7 +307,10 @@ public struct ChildProcess: Sendable {
                 }
                 if fd == outputFD {
                     result.stdout.append(contentsOf: buffer[0..<count])
-                    if result.stdout.count > 2 * stderrLimit { result.stdout.removeFirst(result.stdout.count - stderrLimit) }
+                    if result.stdout.count > 2 * stderrLimit {
+                        result.stdout.removeFirst(result.stdout.count - stderrLimit)
+                        isStdoutTailCut = true
+                    }
                     return count
                 }
             }
@@ -317,7 +323,10 @@ public struct ChildProcess: Sendable {
                 }
             } else {
                 result.stderr.append(contentsOf: buffer[0..<count])
-                if result.stderr.count > 2 * stderrLimit { result.stderr.removeFirst(result.stderr.count - stderrLimit) }
+                if result.stderr.count > 2 * stderrLimit {
+                    result.stderr.removeFirst(result.stderr.count - stderrLimit)
+                    isStderrCut = true
+                }
             }
             return count
         }
@@ -384,8 +393,19 @@ public struct ChildProcess: Sendable {
         for fd in [inputFD, outputFD, errorFD] where fd >= 0 { close(fd) }
         // Its standard input is closed now: nothing more reaches it.
         inputFeed?.markBroken()
-        if result.stderr.count > stderrLimit { result.stderr.removeFirst(result.stderr.count - stderrLimit) }
-        if forwardsOutput != nil && result.stdout.count > stderrLimit { result.stdout.removeFirst(result.stdout.count - stderrLimit) }
+        if result.stderr.count > stderrLimit {
+            result.stderr.removeFirst(result.stderr.count - stderrLimit)
+            isStderrCut = true
+        }
+        if forwardsOutput != nil && result.stdout.count > stderrLimit {
+            result.stdout.removeFirst(result.stdout.count - stderrLimit)
+            isStdoutTailCut = true
+        }
+        // A cut can split a secret, and the part left matches no pattern and no known value (the
+        // `sk-` gone from a key, the end of a password): the partial word at the cut goes with it.
+        if isStderrCut { Self.dropPartialWord(atStartOf: &result.stderr) }
+        if isStdoutTailCut { Self.dropPartialWord(atStartOf: &result.stdout) }
+        if result.isOutputTruncated { Self.dropPartialWord(atEndOf: &result.stdout) }
 
         // The streams are closed; the process may still run (it closed them itself). Wait for
         // it until the wait is cancelled (the deadline passed, or the run was interrupted), then
@@ -421,5 +441,39 @@ public struct ChildProcess: Sendable {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
+    }
+}
+
+extension ChildProcess {
+    /// Bytes that end a word: white space and the punctuation around values in text and JSON.
+    static func isWordBoundary(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x09, 0x0A, 0x0D, 0x20, UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: ","), UInt8(ascii: ":"), UInt8(ascii: ";"),
+            UInt8(ascii: "="), UInt8(ascii: "&"), UInt8(ascii: "{"), UInt8(ascii: "}"), UInt8(ascii: "["), UInt8(ascii: "]"),
+            UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "<"), UInt8(ascii: ">"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Drops what comes before the first word boundary of bytes whose start was cut away (all of
+    /// them when there is none): the word the cut went through.
+    static func dropPartialWord(atStartOf bytes: inout [UInt8]) {
+        guard let boundary = bytes.firstIndex(where: isWordBoundary) else {
+            bytes.removeAll()
+            return
+        }
+        bytes.removeFirst(boundary + 1)
+    }
+
+    /// Drops what comes after the last word boundary of bytes whose end was cut away (all of
+    /// them when there is none).
+    static func dropPartialWord(atEndOf bytes: inout [UInt8]) {
+        guard let boundary = bytes.lastIndex(where: isWordBoundary) else {
+            bytes.removeAll()
+            return
+        }
+        bytes.removeSubrange((boundary + 1)...)
     }
 }
