@@ -144,7 +144,11 @@ public final class JSONLinesProcess: Sendable {
         state.withLock { state in
             let count = min(state.stderrTotal - mark, state.stderr.count)
             guard count > 0 else { return nil }
-            return String(decoding: state.stderr.suffix(count), as: UTF8.self)
+            var kept = Array(state.stderr.suffix(count))
+            // Its start cut away to keep the tail: the partial word at the cut goes too (it may be
+            // what is left of a secret, matched by nothing that redacts).
+            if count < state.stderrTotal - mark { ChildProcess.dropPartialWord(atStartOf: &kept) }
+            return kept.isEmpty ? nil : String(decoding: kept, as: UTF8.self)
         }
     }
 
