@@ -252,6 +252,35 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("the run's timeout_ms holds while its tools run: a tool still running is stopped at it, and no retry starts after it")
+    func runTimeoutCoversTools() async throws {
+        try await TemporaryDirectory.with { directory in
+            try """
+            name: slow
+            model: {script: model.yaml}
+            tools:
+              - {name: slow, description: Sleeps., side_effect: read, command: [sh, -c, "sleep 20; echo '{}'"], timeout_ms: 60000}
+              - name: flaky
+                description: Fails twice.
+                side_effect: write
+                retry: {max_attempts: 3, backoff_ms: 5000, multiplier: 1}
+                fixture: [{fail_attempts: 2, error: "503", output: {done: true}}]
+            limits: {timeout_ms: 1500}
+            """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            for tool in ["slow", "flaky"] {
+                try "decisions:\n  - tool_calls: [{name: \(tool), arguments: {}}]\n  - answer: done\n".write(
+                    toFile: directory.path("model.yaml"), atomically: true, encoding: .utf8)
+                let log = directory.path("\(tool).jsonl.gz")
+                let ran = try await agentEval(["exec", "--agent", directory.path("agent.yaml"), "--input", "go", "--log", log])
+                let state = try RecordCommandTests.state(log)
+                #expect(state.stop?.limit == .timeout, "\(tool): \(ran.stdoutText)\(ran.stderr)")
+                #expect(state.calls.first?.results.count == 1, "\(tool): one attempt, no retry after the time was up")
+                // Stopped at the run's deadline, not answered after its own 20 s.
+                #expect(state.calls.first?.lastResult?.status == .error, "\(tool)")
+            }
+        }
+    }
+
     @Test("two processes resuming one run at once: the approved call runs once, one of them is refused, the log stays whole")
     func oneWriterPerLog() async throws {
         let agent = ExampleRuns.agentPath("support")

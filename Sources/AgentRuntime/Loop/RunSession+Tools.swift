@@ -14,8 +14,17 @@ extension RunSession {
             agent.tools[call.name].map { (call, $0, (state.call(id: call.id)?.attempts ?? 0) + 1) }
         }
         while !round.isEmpty {
+            // The run's timeout_ms holds for its tools too: no attempt starts once it is up, a
+            // backoff does not sleep past it, and an attempt gets no more than what is left.
             let wait = round.map { $0.tool.retry.backoff(before: $0.attempt) }.max() ?? 0
+            if let left = runTimeLeftMs(), left <= wait {
+                // The run's time runs out while the retry waits: it waits that long, and no more.
+                if left > 0 { try await environment.sleep(left) }
+                return
+            }
             if wait > 0 { try await environment.sleep(wait) }
+            let left = runTimeLeftMs()
+            if let left, left <= 0 { return }
             for entry in round {
                 try recorder.record(
                     .toolIntended(
@@ -27,7 +36,7 @@ extension RunSession {
                     entry.tool,
                     ToolRequest(
                         callId: entry.call.id, tool: entry.call.name, arguments: entry.call.arguments, attempt: entry.attempt,
-                        timeoutMs: entry.tool.timeoutMs)
+                        timeoutMs: min(entry.tool.timeoutMs, left ?? .max))
                 )
             }
             let results = await Self.run(requests, environment: environment)
@@ -41,6 +50,12 @@ extension RunSession {
             }
             round = next
         }
+    }
+
+    /// What is left of the run's `timeout_ms`, in ms; nil without one.
+    func runTimeLeftMs() -> Int? {
+        guard let timeoutMs = (state.start?.limits ?? agent.limits).timeoutMs else { return nil }
+        return timeoutMs - activeUs() / 1000
     }
 
     /// Runs requests concurrently, each under its tool's timeout; results in request order.
