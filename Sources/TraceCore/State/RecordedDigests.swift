@@ -1,6 +1,8 @@
 /// Checks the state digests a log records as its events come, whichever state the log folds
-/// to: a run log's each `step_ended` (`CheckedFold`), a pipeline log's each `task_finished` and
-/// its `pipeline_stopped` (`PipelineStateDigester`). The first event decides which. What a tool
+/// to: a run log's each `step_ended` (`StateDigester`, as `CheckedFold` checks them), a pipeline
+/// log's each `task_finished` and its `pipeline_stopped` (`PipelineStateDigester`). The first
+/// event decides which. Unlike `CheckedFold` it folds an event whose digest does not match, so
+/// that every later digest is checked too, as the reference reader checks them. What a tool
 /// that says a log is whole (`log verify`) checks beside its chain: an event edited with the
 /// chain computed again keeps the chain and breaks a digest.
 public struct RecordedDigests: Sendable {
