@@ -52,14 +52,12 @@ extension RunSession {
         }
     }
 
-    /// What is left of the run's `timeout_ms`, in ms; nil without one. Read from the session's
-    /// time, as `withinRunTime` reads it: it takes no timestamp (`now` is read only for what is
-    /// recorded, so that a recorded run's times do not depend on it).
+    /// `runTimeLeft()` in whole ms.
     func runTimeLeftMs() -> Int? {
-        guard let timeoutMs = (state.start?.limits ?? agent.limits).timeoutMs else { return nil }
-        let used = Duration.microseconds(priorActiveUs) + sessionTime()
-        let (seconds, attoseconds) = used.components
-        return timeoutMs - Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        runTimeLeft().map { left in
+            let (seconds, attoseconds) = left.components
+            return Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        }
     }
 
     /// Runs requests concurrently, each under its tool's timeout; results in request order.

@@ -235,9 +235,8 @@ final class RunSession {
     /// What `ask` gives, within what is left of the run's `timeout_ms`; nil when the time ran
     /// out first. Without a timeout, `ask` takes its own time.
     func withinRunTime<T: Sendable>(_ ask: @escaping @Sendable () async throws -> T) async throws -> T? {
-        guard let timeoutMs = (state.start?.limits ?? agent.limits).timeoutMs else { return try await ask() }
-        let left = max(.zero, .milliseconds(timeoutMs) - .microseconds(priorActiveUs) - sessionTime())
-        let (result, timedOut) = await Deadline.run(within: left, on: environment.clock) {
+        guard let left = runTimeLeft() else { return try await ask() }
+        let (result, timedOut) = await Deadline.run(within: max(.zero, left), on: environment.clock) {
             () async -> Result<T, any Error> in
             do {
                 return .success(try await ask())
@@ -246,6 +245,14 @@ final class RunSession {
             }
         }
         return timedOut ? nil : try result.get()
+    }
+
+    /// What is left of the run's `timeout_ms` (negative once it is past); nil without one. Read
+    /// from the session's time: it takes no timestamp (`now` is read only for what is recorded,
+    /// so that a recorded run's times do not depend on how often this is asked).
+    func runTimeLeft() -> Duration? {
+        guard let timeoutMs = (state.start?.limits ?? agent.limits).timeoutMs else { return nil }
+        return .milliseconds(timeoutMs) - .microseconds(priorActiveUs) - sessionTime()
     }
 
     func activeUs() -> Int { priorActiveUs + (environment.now() - sessionStartUs) }

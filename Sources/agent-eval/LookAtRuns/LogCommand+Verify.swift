@@ -7,7 +7,7 @@ extension LogCommand {
     struct Verify: ParsableCommand, ReadsLogs {
         static let configuration = CommandConfiguration(
             commandName: "verify",
-            abstract: "Check a log's members, CRCs, sequence numbers and hash chain.",
+            abstract: "Check a log's members, CRCs, sequence numbers, hash chain and state digests.",
             discussion: """
                 Reads the whole log and reports every problem with the gzip member's byte offset and the event's \
                 sequence number: damaged members (CRC, size or deflate data), a torn tail, members that end inside \
