@@ -121,10 +121,11 @@ public enum PipelineFile {
             // A skip's default is the task's output from then on: it holds to the output schema
             // as every output the task goes on with does (checked here, where it is written).
             if let schema = validation?.schema, let recovery, let recoveryNode {
-                let defaults = Set(recovery.values.compactMap(\.defaultOutput).map { JSONWriter.encodeString($0) }).sorted()
-                for text in defaults {
-                    guard let value = try? JSONParser.parse(Array(text.utf8)), let violation = schema.violation(of: value, root: "default")
-                    else { continue }
+                // Each default once (several error classes may skip with the same one), in a fixed order.
+                var seen = Set<String>()
+                let defaults = recovery.sorted { $0.key.rawValue < $1.key.rawValue }.compactMap(\.value.defaultOutput)
+                for value in defaults where seen.insert(JSONWriter.encodeString(value)).inserted {
+                    guard let violation = schema.violation(of: value, root: "default") else { continue }
                     errors.errors.append(
                         ConfigError(
                             .invalidValue, "\(what) skips with a default output that its validate.schema refuses: \(violation)",
