@@ -391,4 +391,35 @@ struct TranscriptImportTests {
             #expect(error.message.contains(item.message), "\(error.message)")
         }
     }
+
+    @Test("an item of a message list that is not a message is an error at that item, not a list of episodes without messages")
+    func aBadItemIsNamedWhereItIs() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-bad-item")
+        defer { scratch.remove() }
+        let directory = scratch.url.path
+        let cases: [(name: String, text: String, message: String)] = [
+            ("list.json", #"[{"role": "user", "content": "hi"}, 42, {"role": "assistant", "content": "x"}]"#, "[1]: not a chat message"),
+            (
+                "object.json", #"{"messages": [{"role": "user", "content": "hi"}, "oops", {"role": "assistant", "content": "x"}]}"#,
+                "messages[1]: not a chat message"
+            ),
+            (
+                "lines.jsonl", "{\"role\":\"user\",\"content\":\"hi\"}\n{\"content\":\"x\"}\n{\"role\":\"assistant\",\"content\":\"y\"}\n",
+                "line 2: not a chat message"
+            ),
+            (
+                "results.json",
+                #"{"results": [{"id": "a", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]}, {"id": "b", "messages": [{"role": "user", "content": "hi"}, 5]}]}"#,
+                "results[1].messages[1]: not a chat message"
+            ),
+        ]
+        for item in cases {
+            let outcome = try await importRuns([try write(item.text, to: directory, item.name)], format: .messages).outcome
+            let messages = outcome.failedInputs.map(\.message) + outcome.runs.compactMap(\.error?.message)
+            #expect(messages.count == 1 && messages[0].contains(item.message), "\(item.name): \(messages)")
+            #expect(!messages.joined().contains("no message list"), "\(item.name): \(messages)")
+            // The good episode beside the bad one is still imported.
+            #expect(outcome.importedCount == (item.name == "results.json" ? 1 : 0), "\(item.name)")
+        }
+    }
 }

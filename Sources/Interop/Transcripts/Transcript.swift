@@ -50,7 +50,11 @@ enum EpisodeFinder {
     {
         switch document {
         case .lines(let lines):
-            if episodesPath == nil, lines.allSatisfy({ isMessage($0.value) }) {
+            if episodesPath == nil, let first = lines.first, isMessage(first.value) {
+                // Chat messages a line each: every line must be one, or the file is misread.
+                if let odd = lines.first(where: { !isMessage($0.value) }) {
+                    throw notAMessage(odd.value, at: "line \(odd.line)", file: file, line: odd.line)
+                }
                 return [.success(Episode(messages: lines.map(\.value), place: "the file"))]
             }
             var episodes: [Result<Episode, ImportError>] = []
@@ -96,7 +100,12 @@ enum EpisodeFinder {
             }
         }
         if let array = value.arrayValue {
-            if array.allSatisfy(isMessage) {
+            if array.first.map(isMessage) ?? true {
+                // A list of chat messages: one item that is not a message is an error at that
+                // item, not a list of episodes none of which has messages.
+                if let odd = array.firstIndex(where: { !isMessage($0) }) {
+                    throw notAMessage(array[odd], at: "\(place)[\(odd)]", file: file)
+                }
                 return [
                     .success(
                         try episode(["messages": value], place: place.isEmpty ? "the file" : place, file: file, messagesKey: "messages"))
@@ -114,6 +123,9 @@ enum EpisodeFinder {
         if let object = value.objectValue {
             if messagesKeyIn(object, preferred: messagesKey) != nil {
                 return [.success(try episode(value, place: place.isEmpty ? "the file" : place, file: file, messagesKey: messagesKey))]
+            }
+            if let odd = oddMessage(in: object, preferred: messagesKey) {
+                throw notAMessage(odd.value, at: "\(place.isEmpty ? "" : place + ".")\(odd.key)[\(odd.index)]", file: file)
             }
             // A wrapper: the one member that is a list of episodes.
             let lists = object.filter { member in
@@ -145,7 +157,34 @@ enum EpisodeFinder {
         return nil
     }
 
+    /// The first item of `object`'s message list that is not a chat message, when the list
+    /// begins with one (so it is the episode's messages, one of them wrong): its key and index.
+    private static func oddMessage(in object: JSONObject, preferred: String?) -> (key: String, index: Int, value: JSONValue)? {
+        for key in (preferred.map { [$0] } ?? messageKeys) {
+            guard let list = object[key]?.arrayValue, let first = list.first, isMessage(first) else { continue }
+            if let odd = list.firstIndex(where: { !isMessage($0) }) { return (key, odd, list[odd]) }
+        }
+        return nil
+    }
+
+    /// The error for an item of a message list that is not a chat message, at `place`.
+    static func notAMessage(_ value: JSONValue, at place: String, file: String, line: Int? = nil) -> ImportError {
+        let found =
+            value.objectValue.map { "an object without a string \"role\" (its keys: \($0.keys.joined(separator: ", ")))" }
+            ?? value.typeDescription
+        return ImportError(
+            .badRun, "\(file) \(place): not a chat message (an object with a string \"role\"): found \(found)",
+            location: SourceLocation(path: file, line: line ?? 0),
+            hint: "every item of a message list is a message; fix or remove this one")
+    }
+
     private static func episode(_ value: JSONValue, place: String, file: String, messagesKey: String?) throws(ImportError) -> Episode {
+        if let object = value.objectValue, messagesKeyIn(object, preferred: messagesKey) == nil,
+            let odd = oddMessage(in: object, preferred: messagesKey)
+        {
+            throw notAMessage(
+                odd.value, at: "\(place.isEmpty || place == "the file" ? "" : place + ".")\(odd.key)[\(odd.index)]", file: file)
+        }
         guard let object = value.objectValue, let key = messagesKeyIn(object, preferred: messagesKey),
             let messages = object[key]?.arrayValue
         else {
