@@ -102,8 +102,17 @@ def _expect(logs, expectations, extra, binary, cwd, subject):
 
 
 def _expectations(_expected, expected):
+    """The case file's `expected:` from a dict and keywords. One expectation given twice (`tools_called=`
+    beside `toolsCalled=`, or a keyword beside the dict's key) is an error: keeping either would
+    check less than was asked."""
     expectations = dict(_expected or {})
-    expectations.update({_camel(name): value for name, value in expected.items()})
+    given = {key: "%r in the dict" % key for key in expectations}
+    for name, value in expected.items():
+        key = _camel(name)
+        if key in expectations:
+            raise ValueError("%s and %s are one expectation, %s: give it once" % (given[key], name + "=", key))
+        expectations[key] = value
+        given[key] = name + "="
     return expectations
 
 

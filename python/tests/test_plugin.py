@@ -438,3 +438,27 @@ def test_record_says_what_went_wrong_as_an_agent_eval_error(tmp_path):
     assert re.search(r"expect\.json:(\d+)", said), said
     line = int(re.search(r"expect\.json:(\d+)", said).group(1))
     assert re.search(r'(?m)^ *%d  +"mode": "whenever"' % line, said), said
+
+
+def test_one_expectation_given_twice_is_refused_never_one_of_them_dropped(tmp_path):
+    """`tools_not_called=` beside `toolsNotCalled=` (or beside the dict's key) is one expectation
+    given twice: keeping either would check less than was asked, and a run that breaks the other
+    would pass."""
+    from agent_eval.recording import Run
+
+    import shutil
+
+    # A copy: a failure writes the run's page beside its log.
+    log = str(tmp_path / "run.jsonl.gz")
+    shutil.copyfile(SAMPLE, log)
+    run = Run(log, {}, binary=os.environ["AGENT_EVAL_BIN"], cwd=str(tmp_path))
+    with pytest.raises(ValueError, match="toolsNotCalled: give it once"):
+        run.expect(toolsNotCalled=["lookup_order"], tools_not_called=["delete_customer"])
+    with pytest.raises(ValueError, match="'toolsNotCalled' in the dict and tools_not_called="):
+        run.expect({"toolsNotCalled": ["lookup_order"]}, tools_not_called=["delete_customer"])
+    # Each alone is checked: the sample run called lookup_order.
+    from agent_eval.recording import ExpectationFailed
+
+    with pytest.raises(ExpectationFailed):
+        run.expect(tools_not_called=["lookup_order"])
+
