@@ -2,6 +2,7 @@ import AgentRuntime
 public import EvalEngine
 import Foundation
 public import TraceCore
+import TraceLog
 
 extension SuiteRunInfo {
     /// The info of a suite run starting now in the current directory: the git commit and
@@ -25,7 +26,15 @@ extension SuiteRunInfo {
         let (runner, job) = place(in: environment)
         return SuiteRunInfo(
             startedAtUs: startedAtUs, gitCommit: commit, gitBranch: branch == "HEAD" ? nil : branch,
-            commandLine: commandLine.joined(separator: " "), origin: "run", shard: shard, runner: runner, ciJob: job)
+            commandLine: storedCommandLine(commandLine), origin: "run", shard: shard, runner: runner, ciJob: job)
+    }
+
+    /// The command line as the catalog keeps it, which every reader of a team's catalog sees:
+    /// each argument redacted whole, before the arguments are joined — a URL's password
+    /// (`--catalog postgres://user:PASSWORD@…`, one with a space in it too) and every secret the
+    /// log writers redact (`Redactor.standard`: the environment's secret values, key patterns).
+    static func storedCommandLine(_ arguments: [String]) -> String {
+        arguments.map { Redactor.standard.redactText(PostgresTarget.redacted($0)) }.joined(separator: " ")
     }
 
     /// Where a suite run runs, from the variables CI services set (docs/catalog.md): the runner's
