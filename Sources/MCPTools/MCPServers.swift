@@ -239,6 +239,14 @@ final class MCPConnection: ToolServerConnection {
                 await session.stop()
                 throw MCPToolError("answered initialize without a protocolVersion: it does not speak MCP")
             }
+            // A version this client does not speak: the specification has the client disconnect.
+            guard MCPEra.handshakeVersions.contains(version) else {
+                throw startFailure(
+                    settings, session: session,
+                    "answered initialize with protocol version \"\(version.prefix(60))\", which agent-eval does not speak "
+                        + "(it speaks \((MCPEra.handshakeVersions + [statelessVersion]).joined(separator: ", ")))",
+                    hint: "run a version of the server that speaks one of these")
+            }
             do {
                 try await session.notify("notifications/initialized", params: nil)
             } catch {
@@ -380,7 +388,7 @@ final class MCPConnection: ToolServerConnection {
         var outcome: ToolOutcome
         switch Task.isCancelled ? .failure(.cancelled) : answer {
         case .success(let result):
-            outcome = Self.outcome(of: result, server: settings.name)
+            outcome = Self.outcome(of: result, server: settings.name, era: era)
         case .failure(.remote(let error)):
             outcome = .failure("MCP server \"\(settings.name)\" answered with an error: \(error.code): \(error.message)")
         case .failure(.failed(let why)) where (current as? CassetteChannel)?.live == nil && current is CassetteChannel:
@@ -517,9 +525,14 @@ final class MCPConnection: ToolServerConnection {
     /// 2026-07-28 result that is not `complete` — the server asks for input (elicitation,
     /// sampling, roots), or answers with an extension's shape other than a task (which `call`
     /// follows) — is an error that says so: agent-eval's MCP tools answer no questions of a
-    /// server's.
-    static func outcome(of result: JSONValue, server: String) -> ToolOutcome {
+    /// server's. A 2026-07-28 server says which its result is: one without `resultType` is not
+    /// taken as complete.
+    static func outcome(of result: JSONValue, server: String, era: Era = .handshake) -> ToolOutcome {
         switch result["resultType"]?.stringValue {
+        case nil where era == .stateless:
+            return .failure(
+                "MCP server \"\(server)\" answered tools/call without the resultType a 2026-07-28 result carries: "
+                    + "whether it is complete is not said, so it is not taken as an answer")
         case nil, "complete"?:
             return ServedTool.outcome(ofMCPResult: result)
         case "input_required"?:

@@ -278,8 +278,32 @@ final class StreamableHTTPChannel: MCPChannel {
             state.withLock { state in if state.failure == nil { state.failure = why } }
             return .failure(.failed(why))
         }
-        // A JSON-RPC answer, whatever the status (a modern server's errors come on a 400 or a 404).
-        if let message, let answer = JSONRPCPeer.answer(of: message) { return answer }
+        // A JSON-RPC answer, whatever the status (a modern server's errors come on a 400 or a 404),
+        // when it is one — JSON-RPC 2.0, and to this request: an answer for another id, or a
+        // result on a status that is no success (a 500 whose body holds one), is nothing to
+        // keep, as on the event stream and over stdio.
+        if let message, let answer = JSONRPCPeer.answer(of: message) {
+            guard message["jsonrpc"] == "2.0" else {
+                return .failure(
+                    .failed(
+                        exchange.redact("the server's answer is not JSON-RPC 2.0 (no \"jsonrpc\": \"2.0\")\(Self.preview(reading.body))")))
+            }
+            if let id = reading.id, message["id"] != id {
+                return .failure(
+                    .failed(
+                        exchange.redact(
+                            "the server answered request \(JSONWriter.encodeString(message["id"] ?? .null)), not this one (\(JSONWriter.encodeString(id)))"
+                        )))
+            }
+            if case .success = answer, !(200..<300).contains(status) {
+                return .failure(
+                    .failed(
+                        exchange.redact(
+                            "the server answered HTTP \(status) with a result: a result on a status that is no success is no answer to keep\(Self.preview(reading.body))"
+                        )))
+            }
+            return answer
+        }
         if status == 202 { return .failure(.failed("the server answered the request with 202 Accepted, which carries no answer")) }
         if (200..<300).contains(status) {
             return .failure(

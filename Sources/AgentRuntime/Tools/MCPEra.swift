@@ -9,6 +9,8 @@ public import TraceCore
 public enum MCPEra {
     /// The 2026-07-28 revision's version string.
     public static let statelessVersion = "2026-07-28"
+    /// The versions of the handshake era (2025's `initialize`) this project speaks, oldest first.
+    public static let handshakeVersions = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
     public static let protocolVersionKey = "io.modelcontextprotocol/protocolVersion"
     public static let clientInfoKey = "io.modelcontextprotocol/clientInfo"
     public static let clientCapabilitiesKey = "io.modelcontextprotocol/clientCapabilities"

@@ -166,13 +166,36 @@ public struct ServedTool: Sendable, Hashable {
         guard let result = result?.objectValue else {
             return .failure("the server answered tools/call without a result object")
         }
+        // A result of another shape is not taken as the tool's answer: `content` is a list (and a
+        // result has it, or at least `structuredContent`), `isError` true or false.
+        if let content = result["content"], content.arrayValue == nil {
+            return .failure(
+                "the server's tools/call result has content that is \(content.typeDescription), not a list: \(JSONWriter.encodeString(.object(result)).prefix(300))"
+            )
+        }
+        if result["content"] == nil && result["structuredContent"] == nil {
+            return .failure(
+                "the server's tools/call result has neither content nor structuredContent: \(JSONWriter.encodeString(.object(result)).prefix(300))"
+            )
+        }
+        if let flag = result["isError"], flag.boolValue == nil {
+            return .failure(
+                "the server's tools/call result says isError \(JSONWriter.encodeString(flag).prefix(100)), not true or false: "
+                    + "whether the call failed is not said\(Self.contentText(of: result).map { " (its text: \($0.prefix(300)))" } ?? "")")
+        }
         // What the protocol adds (`isError`, `_meta`, 2026-07-28's `resultType`) is not the tool's
         // output: the same call records the same output in either era.
         let output = JSONValue.object(
             JSONObject(result.filter { !["isError", "_meta", "resultType"].contains($0.key) }.map { ($0.key, $0.value) }))
         guard result["isError"]?.boolValue == true else { return .ok(output) }
+        return ToolOutcome(
+            status: .error, output: output, error: contentText(of: result) ?? "the tool reported an error (isError) without text")
+    }
+
+    /// The text of a result's `content` blocks, joined; nil when there is none.
+    private static func contentText(of result: JSONObject) -> String? {
         let text = (result["content"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }.joined(separator: "\n")
-        return ToolOutcome(status: .error, output: output, error: text.isEmpty ? "the tool reported an error (isError) without text" : text)
+        return text.isEmpty ? nil : text
     }
 
     /// A `tools/list` result that is not a list of tools.

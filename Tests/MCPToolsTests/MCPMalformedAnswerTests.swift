@@ -1,0 +1,65 @@
+import AgentRuntime
+import Foundation
+import TestSupport
+import TestTags
+import Testing
+import TraceCore
+
+@testable import MCPTools
+
+/// Answers that are not what MCP says, from a real server on stdio or on 127.0.0.1
+/// (`scripts/mcp_malformed_server.py`): none is ever taken as a tool's result. Each was a call
+/// recorded `ok`, and a case over it green.
+@Suite("MCP answers that are malformed", .ownThread, .tags(.python), .needsPython)
+struct MCPMalformedAnswerTests {
+    static func script(_ mode: String, http: Bool = false) async throws -> [String] {
+        [
+            try await MCPTestServers.environment() + "/bin/python", PythonEnvironment.scriptPath("mcp_malformed_server.py"), "--mode",
+            mode,
+        ] + (http ? ["--http"] : [])
+    }
+
+    @Test(
+        "a result with neither content nor structuredContent, isError that is not a boolean, no resultType in the 2026-07-28 era, an answer for another id or on HTTP 500: each is an error, never ok"
+    )
+    func neverOk() async throws {
+        let cases: [(mode: String, http: Bool, says: String)] = [
+            ("empty", false, "has neither content nor structuredContent"),
+            ("iserror-string", false, "says isError \"true\", not true or false"),
+            ("no-result-type", false, "without the resultType a 2026-07-28 result carries"),
+            ("wrong-id", true, "the server answered request \"someone-else\", not this one"),
+            ("status500", true, "answered HTTP 500 with a result"),
+        ]
+        for item in cases {
+            let command = try await Self.script(item.mode, http: item.http)
+            var server: LocalScriptServer?
+            let settings: ToolServerSettings
+            if item.http {
+                let started = try LocalScriptServer(command)
+                server = started
+                settings = ToolServerSettings(
+                    name: "odd", command: [], directory: FileManager.default.currentDirectoryPath, callTimeoutMs: 30_000,
+                    url: "http://127.0.0.1:\(started.port)/mcp")
+            } else {
+                settings = MCPServerTests.settings("odd", command)
+            }
+            defer { server?.stop() }
+            let connection = try await MCPServers().connect(settings)
+            let outcome = try await connection.call("echo", ["text": "hi"])
+            await connection.close()
+            #expect(outcome.status == .error, "\(item.mode): \(outcome)")
+            #expect(outcome.error?.contains(item.says) == true, "\(item.mode): \(String(describing: outcome.error))")
+        }
+    }
+
+    @Test("a server that answers initialize with a protocol version agent-eval does not speak is not started")
+    func unknownVersion() async throws {
+        let command = try await Self.script("version")
+        await #expect {
+            _ = try await MCPServers().connect(MCPServerTests.settings("odd", command))
+        } throws: { error in
+            let message = (error as? any Diagnostic)?.message ?? "\(error)"
+            return message.contains("answered initialize with protocol version \"1999-01-01\", which agent-eval does not speak")
+        }
+    }
+}
