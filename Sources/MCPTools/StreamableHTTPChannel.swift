@@ -65,6 +65,17 @@ final class StreamableHTTPChannel: MCPChannel {
         for variable in settings.headerVariables {
             if let value = environment[variable], value.count >= 4 { secrets.insert(value) }
         }
+        // A credential in the URL itself (`?access_token=…`, `user:password@`): a server that
+        // echoes its request, or a message that names the URL, must not show it either.
+        let url = settings.url ?? ""
+        secrets.formUnion(ModelForwarder.secrets(inURL: url))
+        if let scheme = url.range(of: "://") {
+            let authority = url[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                let password = String(authority[authority.index(after: colon)..<at])
+                if password.count >= 4 { secrets.insert(password) }
+            }
+        }
         return secrets.sorted()
     }
 
@@ -162,7 +173,10 @@ final class StreamableHTTPChannel: MCPChannel {
     func stderr(since mark: Int) -> String? { nil }
     var lastErrorLine: String? { nil }
     var isProcess: Bool { false }
-    var startHint: String { "is the server running, and does it serve MCP at \(url)?" }
+    var startHint: String {
+        let shown = secrets.reduce(url) { $0.replacingOccurrences(of: $1, with: "[redacted]") }
+        return "is the server running, and does it serve MCP at \(shown)?"
+    }
 
     // MARK: The wire
 

@@ -62,4 +62,18 @@ struct MCPMalformedAnswerTests {
             return message.contains("answered initialize with protocol version \"1999-01-01\", which agent-eval does not speak")
         }
     }
+
+    @Test("a credential in a server's URL (a query's access_token, a password before @) is never shown in what a start that failed says")
+    func urlCredentialsNotShown() async throws {
+        let free = try LocalPort.free()
+        let url = "http://agent:pa55word-xyz@127.0.0.1:\(free)/mcp?access_token=URLSECRET123456&region=eu"
+        await #expect {
+            _ = try await MCPServers().connect(
+                ToolServerSettings(name: "web", command: [], directory: FileManager.default.currentDirectoryPath, url: url))
+        } throws: { error in
+            let diagnostic = error as? any Diagnostic
+            let said = (diagnostic?.message ?? "\(error)") + " " + (diagnostic?.hint ?? "")
+            return !said.contains("URLSECRET123456") && !said.contains("pa55word-xyz") && said.contains("[redacted]")
+        }
+    }
 }
