@@ -302,7 +302,10 @@ final class StreamableHTTPChannel: MCPChannel {
                     .failed(
                         exchange.redact("the server's answer is not JSON-RPC 2.0 (no \"jsonrpc\": \"2.0\")\(Self.preview(reading.body))")))
             }
-            if let id = reading.id, message["id"] != id {
+            // An error with id null answers a request the server could not read: this one
+            // (JSON-RPC 2.0, section 5), as a 2025 server refuses the probe before initialize.
+            let isUnaddressedError = message["id"] == .null && message["error"] != nil
+            if let id = reading.id, message["id"] != id, !isUnaddressedError {
                 return .failure(
                     .failed(
                         exchange.redact(

@@ -48,7 +48,8 @@ def find_bin():
     for candidate in _candidates():
         looked.append(candidate)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
+            # Absolute: found here, it is run from wherever the caller runs it (pytest's rootdir).
+            return os.path.abspath(candidate)
         if candidate == os.environ.get("AGENT_EVAL_BIN"):
             raise AgentEvalNotFound(
                 "AGENT_EVAL_BIN is %s, which is not an executable file; point it at the agent-eval binary" % candidate)
@@ -59,9 +60,10 @@ def find_bin():
 
 def named_bin(path, where):
     """`path`, the binary a caller named (`where` says how: `--agent-eval-bin`, `binary=`), when it
-    is an executable file; else `AgentEvalNotFound` saying so."""
+    is an executable file (made absolute: it is checked here, and may be run from another folder);
+    else `AgentEvalNotFound` saying so."""
     if os.path.isfile(path) and os.access(path, os.X_OK):
-        return path
+        return os.path.abspath(path)
     raise AgentEvalNotFound("%s is %s, which is not an executable file; point it at the agent-eval binary" % (where, path))
 
 

@@ -462,3 +462,21 @@ def test_one_expectation_given_twice_is_refused_never_one_of_them_dropped(tmp_pa
     with pytest.raises(ExpectationFailed):
         run.expect(tools_not_called=["lookup_order"])
 
+
+def test_a_relative_binary_is_the_one_checked_wherever_it_is_run(tmp_path, monkeypatch):
+    """A relative --agent-eval-bin, AGENT_EVAL_BIN or binary= is checked from the current folder:
+    it is the binary run, also from another folder (pytest's rootdir, record's cwd=)."""
+    from agent_eval import find_bin, named_bin
+
+    binary = os.environ["AGENT_EVAL_BIN"]
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(os.path.abspath(binary), str(tmp_path / "bin" / "agent-eval"))
+    monkeypatch.chdir(tmp_path)
+    for path in (named_bin("bin/agent-eval", "binary="), named_bin("./bin/agent-eval", "--agent-eval-bin")):
+        assert path == str(tmp_path / "bin" / "agent-eval")
+        ran = subprocess.run([path, "--version"], cwd=str(tmp_path / "elsewhere"), capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+    monkeypatch.setenv("AGENT_EVAL_BIN", "bin/agent-eval")
+    assert find_bin() == str(tmp_path / "bin" / "agent-eval")
+
