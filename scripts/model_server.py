@@ -561,6 +561,11 @@ class Handler(BaseHTTPRequestHandler):
         """A refund agent for any API: look the order up, refund it, answer."""
         self.reply_steps(body, REFUND_STEPS, REFUND_ANSWER)
 
+    def scenario_refund_keyed(self, body, attempt, anthropic):
+        """The refund agent, whose first call's arguments carry a key (`api_key`): the agent sends
+        it back in its next request, where a cassette keeps the answer's key redacted."""
+        self.reply_steps(body, [("lookup_order", {"order_id": "A-1042", "api_key": "sk-live-ABCDEFGHIJKLMNOPQRST"})] + REFUND_STEPS[1:], REFUND_ANSWER)
+
     def scenario_refund_sometimes(self, body, attempt, anthropic):
         """The refund agent, except that every fifth conversation it answers at once, refunding
         nothing (for statistical gates: four runs in five pass)."""

@@ -177,6 +177,44 @@ struct RecordCommandTests {
         #expect(damaged.stderr.contains("has the HTTP status -1, which no answer has (100 to 599)"), "\(damaged.stderr)")
     }
 
+    @Test(
+        "a key in a tool call's arguments: recorded, the cassette keeps it redacted, and the agent's request that sends its placeholder back replays"
+    )
+    func aKeyTheModelGaveReplays() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        let cassette = directory.path("cassette")
+        let command = ["--", try await Self.python(), Self.agent, "--api", "chat", "Order A-1042 arrived broken."]
+        let recorded = try await agentEval(
+            ["record", "--no-catalog", "--log", directory.path("live.jsonl.gz"), "--cassette", cassette, "--record", "new"]
+                + Self.upstreams(server, "refund-keyed") + command, environment: ["OPENAI_API_KEY": Self.key])
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        server.stop()
+        for name in try FileManager.default.contentsOfDirectory(atPath: cassette) where name.hasSuffix(".json.gz") {
+            let path = (cassette as NSString).appendingPathComponent(name)
+            let text = String(
+                decoding: try GzipData.decompress(Array(try Data(contentsOf: URL(fileURLWithPath: path))), path: path), as: UTF8.self)
+            #expect(!text.contains("ABCDEFGHIJKLMNOPQRST"), "\(name) keeps the key")
+        }
+        let offline = try await agentEval(
+            [
+                "record", "--no-catalog", "--log", directory.path("offline.jsonl.gz"), "--cassette", cassette, "--upstream",
+                "openai=http://127.0.0.1:9/v1",
+            ]
+                + command, environment: ["OPENAI_API_KEY": ""])
+        #expect(offline.status == 0, "\(offline.stderr)")
+        #expect(!offline.stderr.contains("cassette miss"), "\(offline.stderr)")
+        // The same calls; the key is a placeholder in both logs (found by its member's name in the
+        // live run's arguments, by its pattern in the replayed answer: the same code, another rule).
+        func unruled(_ lines: [String]) -> [String] {
+            lines.map { $0.replacing(/\[redacted:[^\]]*?:([0-9a-f]{8})\]/) { "[redacted:\($0.1)]" } }
+        }
+        let live = Self.trajectory(try Self.events(directory.path("live.jsonl.gz")))
+        #expect(unruled(Self.trajectory(try Self.events(directory.path("offline.jsonl.gz")))) == unruled(live))
+        #expect(live.contains { $0.contains("[redacted:") } && !live.joined().contains("ABCDEFGHIJKLMNOPQRST"), "\(live)")
+    }
+
     @Test("two conversations at once are told apart: each call gets its own result, and the log holds both")
     func parallelConversations() async throws {
         let directory = try TemporaryDirectory()

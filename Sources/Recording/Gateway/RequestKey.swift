@@ -1,5 +1,7 @@
+import Foundation
 import ModelClients
 import TraceCore
+import TraceLog
 
 /// How the gateway's cassette matches a request (docs/record.md, "Matching requests").
 ///
@@ -11,7 +13,12 @@ import TraceCore
 /// - tool call ids replaced by `call#1`, `call#2`… in order of first appearance: providers and
 ///   frameworks make new ids on every run, so a recorded conversation would otherwise never
 ///   match itself. Ids are the values of `tool_call_id`, `tool_use_id` and `call_id`, and the
-///   `id` of an object whose `type` is `function`, `tool_use` or `function_call`.
+///   `id` of an object whose `type` is `function`, `tool_use` or `function_call`;
+/// - every secret redacted as the log redacts it (`Redactor.standard`), each placeholder written
+///   `[redacted:<code>]` whatever rule found it: a secret of an answer the cassette keeps
+///   redacted comes back in the agent's next request as its placeholder, which must key as the
+///   secret did when it was recorded (a key in a tool call's arguments is found by its member's
+///   name there, and by its pattern in the replayed answer).
 ///
 /// Headers are never part of the key: the key is the same with any API key, or none.
 enum RequestKey {
@@ -26,7 +33,36 @@ enum RequestKey {
         guard var object = body.objectValue else { return body }
         for member in volatileMembers { object[member] = nil }
         var ids: [String: String] = [:]
-        return renumber(.object(object), ids: &ids)
+        return redacted(renumber(.object(object), ids: &ids))
+    }
+
+    /// `value` with its secrets redacted and every placeholder `[redacted:<code>]`.
+    private static func redacted(_ value: JSONValue) -> JSONValue {
+        let text = JSONWriter.encodeString(value)
+        var result = Redactor.standard.redactEncoded(text)
+        guard result.contains("[redacted:") else { return value }
+        result = withoutRules(result)
+        return (try? JSONParser.parse(Array(result.utf8))) ?? value
+    }
+
+    /// Each `[redacted:<rule>:<8 hex digits>]` written `[redacted:<8 hex digits>]`.
+    static func withoutRules(_ text: String) -> String {
+        var output = ""
+        var rest = Substring(text)
+        while let open = rest.range(of: "[redacted:") {
+            output += rest[..<open.lowerBound]
+            let inside = rest[open.upperBound...]
+            guard let close = inside.firstIndex(of: "]") else { break }
+            let body = inside[..<close]
+            let code = body.split(separator: ":").last ?? ""
+            if body.contains(":"), code.count == 8, code.allSatisfy(\.isHexDigit) {
+                output += "[redacted:\(code)]"
+            } else {
+                output += rest[open.lowerBound...close]
+            }
+            rest = inside[inside.index(after: close)...]
+        }
+        return output + rest
     }
 
     /// The key of the `occurrence`-th (1-based) identical request to `api`.
