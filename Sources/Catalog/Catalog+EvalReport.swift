@@ -80,7 +80,7 @@ extension Catalog {
     /// wrote (`CaseResult.writtenRunLogs`) — and returns the suite run's id.
     @discardableResult
     public func record(_ report: EvalReport, info: SuiteRunInfo) throws(CatalogError) -> Int {
-        let id = try insert(SuiteRows(report), info: info)
+        let id = try insert(SuiteRows(report), info: info).id
         // The run logs only: a live pipeline's child run logs, not its pipeline log (not a run).
         // Indexed already when the session was given the catalog's `IndexingSink`: then each is
         // only checked against its fingerprint here.

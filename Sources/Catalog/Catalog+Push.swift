@@ -38,12 +38,12 @@ extension Catalog {
                 let known =
                     try db.value(
                         """
-                        SELECT COUNT(*) FROM suite_runs WHERE started_at_us = ? AND command_line = ? AND runner IS NOT DISTINCT FROM ?
-                            AND git_commit IS NOT DISTINCT FROM ? AND shard IS NOT DISTINCT FROM ?
+                        SELECT COUNT(*) FROM suite_runs WHERE (started_at_us = ? AND command_line = ? AND runner IS NOT DISTINCT FROM ?
+                            AND git_commit IS NOT DISTINCT FROM ? AND shard IS NOT DISTINCT FROM ?) OR inputs_digest = ?
                         """,
                         [
                             suite.value("started_at_us"), suite.value("command_line"), suite.value("runner"), suite.value("git_commit"),
-                            suite.value("shard"),
+                            suite.value("shard"), suite.value("inputs_digest"),
                         ], as: Int.self) ?? 0
                 guard known == 0 else { return false }
                 let newId = try Self.copy(suite, into: "suite_runs", in: db, replacing: ["suite_run_id": nil], returning: "suite_run_id")

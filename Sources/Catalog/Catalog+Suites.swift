@@ -16,6 +16,9 @@ public struct SuiteRunInfo: Sendable, Hashable {
     public var runner: String?
     /// The CI's link to the job that ran it (or its id, where the CI gives no link).
     public var ciJob: String?
+    /// For a merged suite run, `sha256:` of the reports merged (`results merge`): the same
+    /// reports are one suite run, however often they are merged into the catalog.
+    public var inputsDigest: String?
 
     public init(
         startedAtUs: Int, gitCommit: String? = nil, gitBranch: String? = nil, commandLine: String, origin: String = "run",
@@ -273,23 +276,37 @@ extension Catalog {
     /// suite, one per case, one per checked log or live repeat. Returns the suite run's id.
     @discardableResult
     public func recordSuite(report: JSONValue, info: SuiteRunInfo) throws(CatalogError) -> Int {
+        try recordSuiteOnce(report: report, info: info).id
+    }
+
+    /// `recordSuite`, saying whether a suite run was recorded now: with `info.inputsDigest`, the
+    /// suite run already recorded from the same inputs is the answer (`isNew` false), and
+    /// nothing is written.
+    public func recordSuiteOnce(report: JSONValue, info: SuiteRunInfo) throws(CatalogError) -> (id: Int, isNew: Bool) {
         try insert(SuiteRows(json: report), info: info)
     }
 
-    /// Writes a suite run's rows in one transaction and returns the suite run's id.
-    func insert(_ suite: SuiteRows, info: SuiteRunInfo) throws(CatalogError) -> Int {
+    /// Writes a suite run's rows in one transaction and returns the suite run's id (or the one
+    /// recorded before from the same inputs, when `info` names them).
+    func insert(_ suite: SuiteRows, info: SuiteRunInfo) throws(CatalogError) -> (id: Int, isNew: Bool) {
         try write { db in
+            if let digest = info.inputsDigest,
+                let known = try db.value(
+                    "SELECT MIN(suite_run_id) FROM suite_runs WHERE inputs_digest = ?", [digest], as: Int.self)
+            {
+                return (known, false)
+            }
             let suiteRunId = Int64(
                 try db.value(
                     """
                     INSERT INTO suite_runs (started_at_us, duration_ms, git_commit, git_branch, command_line, origin, shard, cases,
-                        passed, failed, errors, k, runner, ci_job)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        passed, failed, errors, k, runner, ci_job, inputs_digest)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     RETURNING suite_run_id
                     """,
                     [
                         info.startedAtUs, suite.durationMs, info.gitCommit, info.gitBranch, info.commandLine, info.origin, info.shard,
-                        suite.cases, suite.passed, suite.failed, suite.errors, suite.k, info.runner, info.ciJob,
+                        suite.cases, suite.passed, suite.failed, suite.errors, suite.k, info.runner, info.ciJob, info.inputsDigest,
                     ], as: Int.self) ?? 0)
             // A case or run a report names twice is kept once, as its last entry says.
             let caseStatement = """
@@ -345,7 +362,7 @@ extension Catalog {
                     }
                 }
             }
-            return Int(suiteRunId)
+            return (Int(suiteRunId), true)
         }
     }
 

@@ -8,8 +8,17 @@ enum CatalogSchema {
 
     static let migrations: [String] = [
         version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11,
-        version12, version13, version14,
+        version12, version13, version14, version15,
     ]
+
+    /// Version 15: what a merged suite run was made of — `sha256` of the reports `results merge
+    /// --add-to-catalog` merged (`inputs_digest`; NULL for a suite run `run` recorded) — so that
+    /// merging the same reports again (a CI job run again) finds the suite run it recorded and
+    /// records none: one pass counted five times released a quarantine.
+    static let version15 = """
+        ALTER TABLE suite_runs ADD COLUMN inputs_digest TEXT;
+        CREATE INDEX suite_runs_by_inputs ON suite_runs (inputs_digest) WHERE inputs_digest IS NOT NULL;
+        """
 
     /// Version 14: the set of tools each run executed, kept once per distinct set. `tool_sets`
     /// holds each set (`tools`, a JSON array of the names in byte order) and `tool_set_members`

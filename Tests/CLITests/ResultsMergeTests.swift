@@ -343,6 +343,18 @@ struct ResultsMergeTests {
             #expect(rows.stdoutText.contains("\"merge\""), "\(rows.stdoutText)")
             let history = try await agentEval(["history", "support-refund-under-10", "--catalog", catalog], in: repositoryRoot)
             #expect(history.stdoutText.contains("fail"), "\(history.stdoutText)")
+
+            // The same reports merged again (a CI job run again, the files in another order) are
+            // that suite run, not another: five merges of one set once made one result five.
+            for files in [shards, shards.reversed()] {
+                let again = try await agentEval(
+                    ["results", "merge"] + files + ["--add-to-catalog", "--catalog", catalog], in: repositoryRoot)
+                #expect(again.status == 1)
+                #expect(again.stdoutText.contains("these reports are suite run 1"), "\(again.stdoutText)")
+            }
+            let count = try await agentEval(
+                ["sql", "SELECT COUNT(*) AS n FROM suite_runs", "--json", "--catalog", catalog], in: repositoryRoot)
+            #expect(count.stdoutText.contains("\"n\":1") || count.stdoutText.contains("\"n\": 1"), "\(count.stdoutText)")
         }
     }
 }

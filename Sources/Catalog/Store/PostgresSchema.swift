@@ -11,7 +11,13 @@
 enum PostgresSchema {
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = Array(repeating: "", count: 9) + [version10, version11, version12, version13, version14]
+    static let migrations: [String] = Array(repeating: "", count: 9) + [version10, version11, version12, version13, version14, version15]
+
+    /// Version 15: what a merged suite run was made of (`CatalogSchema.version15`).
+    static let version15 = """
+        ALTER TABLE suite_runs ADD COLUMN inputs_digest TEXT COLLATE "C";
+        CREATE INDEX suite_runs_by_inputs ON suite_runs (inputs_digest) WHERE inputs_digest IS NOT NULL;
+        """
 
     /// Version 14: the set of tools each run executed (`CatalogSchema.version14`).
     static let version14 = """

@@ -28,7 +28,8 @@ struct ResultsMergeCommand: AsyncParsableCommand, ReadsLogs {
             so it merges only with --allow-partial.
 
             --add-to-catalog adds the merged report to the catalog as one suite run (origin `merge`), so \
-            `agent-eval history` sees the sharded suite as a whole (--record, its older spelling, still works). Shards \
+            `agent-eval history` sees the sharded suite as a whole (--record, its older spelling, still works). The \
+            same reports merged again (a CI job run again) are the suite run already recorded, not another one. Shards \
             that ran on this machine with the catalog already recorded themselves; leave it off then.
 
             Exit codes: 0 everything passed (per --fail-on); 1 a case failed or regressed; 2 a case could not run, a \
@@ -133,10 +134,26 @@ struct ResultsMergeCommand: AsyncParsableCommand, ReadsLogs {
             let catalog = try await self.catalog.open()
             var info = await SuiteRunInfo.current(commandLine: CommandLine.arguments)
             info.origin = "merge"
+            // What was merged, whatever the files' order or white space: the same reports are
+            // one suite run, however often they are merged into the catalog.
+            do {
+                let digests = try reports.map { path throws(EvalError) in ContentHash.sha256(JSONWriter.encode(try ResultsMerge.read(path)))
+                }
+                info.inputsDigest = ContentHash.sha256(Array(digests.sorted().joined(separator: "\n").utf8))
+            } catch {
+                throw diagnose(error)
+            }
             do {
                 let (report, recorded) = (merge.report, info)
-                let id = try await catalog.work { catalog throws(CatalogError) in try catalog.recordSuite(report: report, info: recorded) }
-                if !toStandardOutput { say("recorded as suite run \(id) in \(displayPath(self.catalog.path))") }
+                let (id, isNew) = try await catalog.work { catalog throws(CatalogError) in
+                    try catalog.recordSuiteOnce(report: report, info: recorded)
+                }
+                if !toStandardOutput {
+                    say(
+                        isNew
+                            ? "recorded as suite run \(id) in \(displayPath(self.catalog.path))"
+                            : "these reports are suite run \(id) in \(displayPath(self.catalog.path)) already: not recorded again")
+                }
             } catch {
                 throw diagnose(error)
             }
