@@ -10,6 +10,7 @@ input closes.
   --mode no-result-type   speaks 2026-07-28 (server/discover), and tools/call answers without resultType
   --mode wrong-id         (--http) tools/call is answered for another request id
   --mode status500        (--http) tools/call is answered HTTP 500 with a result in the body
+  --mode stderr           (not malformed) writes "stderr of TEXT" to stderr, then answers the call
 """
 
 import json
@@ -45,6 +46,9 @@ def answer(message):
     if method == "tools/call":
         text = (message.get("params") or {}).get("arguments", {}).get("text", "")
         good = {"content": [{"type": "text", "text": text}]}
+        if mode == "stderr":
+            sys.stderr.write("stderr of %s\n" % text)
+            sys.stderr.flush()
         if mode == "empty":
             return 200, {"jsonrpc": "2.0", "id": ident, "result": {}}
         if mode == "iserror-string":

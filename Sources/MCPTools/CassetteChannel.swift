@@ -183,6 +183,7 @@ final class CassetteChannel: MCPChannel {
     func stop() async { await live?.stop() }
     var stderrMark: Int { live?.stderrMark ?? 0 }
     func stderr(since mark: Int) -> String? { live?.stderr(since: mark) }
+    func settleStderr() async { await live?.settleStderr() }
     var lastErrorLine: String? { live?.lastErrorLine }
     var isProcess: Bool { live?.isProcess ?? false }
     var startHint: String {

@@ -31,6 +31,9 @@ protocol MCPChannel: Sendable {
     /// Where the server's stderr stands, for a call's share of it (`stderr(since:)`); 0 over HTTP.
     var stderrMark: Int { get }
     func stderr(since mark: Int) -> String?
+    /// Waits (briefly) until what the server wrote to stderr so far is read, before a call takes
+    /// its share: nothing to wait for over HTTP.
+    func settleStderr() async
     /// The server's last line on stderr, for a failed start.
     var lastErrorLine: String? { get }
 
@@ -100,6 +103,7 @@ struct ProcessChannel: MCPChannel {
 
     var stderrMark: Int { server.stderrMark }
     func stderr(since mark: Int) -> String? { server.stderr(since: mark) }
+    func settleStderr() async { await server.settleStderr() }
     var lastErrorLine: String? { server.lastErrorLine }
     var isProcess: Bool { true }
     var startHint: String { "run its command by hand to see why: \(ShellWords.command(command))" }

@@ -408,6 +408,8 @@ final class MCPConnection: ToolServerConnection {
             current.kill()
             outcome = ToolOutcome(status: .error, error: "MCP server \"\(settings.name)\" was stopped because the run was interrupted")
         }
+        // What the server wrote before it answered may still be in the pipe: it is this call's.
+        if case .answer = ending { await current.settleStderr() }
         outcome.stderr = current.stderr(since: mark)
         return outcome
     }

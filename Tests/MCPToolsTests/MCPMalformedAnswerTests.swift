@@ -76,4 +76,29 @@ struct MCPMalformedAnswerTests {
             return !said.contains("URLSECRET123456") && !said.contains("pa55word-xyz") && said.contains("[redacted]")
         }
     }
+
+    @Test("what a server writes to stderr before it answers is that call's, however many servers run at once")
+    func stderrBeforeTheAnswerIsTheCalls() async throws {
+        let command = try await Self.script("stderr")
+        try await withThrowingTaskGroup(of: [String].self) { group in
+            for server in 0..<4 {
+                group.addTask {
+                    let connection = try await MCPServers().connect(MCPServerTests.settings("odd", command))
+                    var missing: [String] = []
+                    for call in 0..<10 {
+                        let text = "s\(server)-c\(call)"
+                        let outcome = try await connection.call("echo", ["text": .string(text)])
+                        if outcome.stderr?.contains("stderr of \(text)") != true {
+                            missing.append("\(text): \(outcome.stderr ?? "nothing")")
+                        }
+                    }
+                    await connection.close()
+                    return missing
+                }
+            }
+            var missing: [String] = []
+            for try await found in group { missing += found }
+            #expect(missing.isEmpty, "calls without their stderr: \(missing)")
+        }
+    }
 }

@@ -51,6 +51,9 @@ public final class JSONLinesProcess: Sendable {
         var stderr: [UInt8] = []
         /// Bytes of stderr written so far, kept or not: a call's share is what came after its start.
         var stderrTotal = 0
+        /// The stderr reader reached the end and closes the descriptor (`settleStderr` then
+        /// asks it nothing more).
+        var stderrEnded = false
         var exited = false
         var stdinClosed = false
     }
@@ -149,6 +152,19 @@ public final class JSONLinesProcess: Sendable {
             // what is left of a secret, matched by nothing that redacts).
             if count < state.stderrTotal - mark { ChildProcess.dropPartialWord(atStartOf: &kept) }
             return kept.isEmpty ? nil : String(decoding: kept, as: UTF8.self)
+        }
+    }
+
+    /// Waits, at most `duration`, until what the server wrote to stderr so far is read — none of
+    /// it still in the pipe (`FIONREAD`) — so that a call's share (`stderr(since:)`), taken when
+    /// its answer came on stdout, holds what the server wrote before it answered: the reader's
+    /// thread may not have read it yet, and it would count to the next call.
+    public func settleStderr(within duration: Duration = .milliseconds(250)) async {
+        let fd = process.stderr
+        await state.wait(within: duration, on: clock) { state in
+            guard !state.stderrEnded else { return true }
+            var pending: Int32 = 0
+            return ioctl(fd, UInt(FIONREAD), &pending) != 0 || pending == 0
         }
     }
 
@@ -296,6 +312,7 @@ public final class JSONLinesProcess: Sendable {
                 if state.stderr.count > 2 * Self.stderrLimit { state.stderr.removeFirst(state.stderr.count - Self.stderrLimit) }
             }
         }
+        state.withLock { $0.stderrEnded = true }
         close(process.stderr)
     }
 
