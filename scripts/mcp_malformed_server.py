@@ -10,6 +10,8 @@ input closes.
   --mode no-result-type   speaks 2026-07-28 (server/discover), and tools/call answers without resultType
   --mode wrong-id         (--http) tools/call is answered for another request id
   --mode status500        (--http) tools/call is answered HTTP 500 with a result in the body
+  --mode struct-mismatch  echo declares an outputSchema ({n: integer}, required) and answers {"n": "not a number"}
+  --mode no-struct        echo declares that outputSchema and answers no structuredContent
   --mode stderr           (not malformed) writes "stderr of TEXT" to stderr, then answers the call
 """
 
@@ -39,7 +41,10 @@ def answer(message):
         return 200, {"jsonrpc": "2.0", "id": ident, "result": {
             "protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "malformed", "version": "1"}}}
     if method == "tools/list":
-        result = {"tools": [TOOL]}
+        tool = dict(TOOL)
+        if mode in ("struct-mismatch", "no-struct"):
+            tool["outputSchema"] = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        result = {"tools": [tool]}
         if mode == "no-result-type":
             result["resultType"] = "complete"
         return 200, {"jsonrpc": "2.0", "id": ident, "result": result}
@@ -49,6 +54,8 @@ def answer(message):
         if mode == "stderr":
             sys.stderr.write("stderr of %s\n" % text)
             sys.stderr.flush()
+        if mode == "struct-mismatch":
+            return 200, {"jsonrpc": "2.0", "id": ident, "result": dict(good, structuredContent={"n": "not a number"})}
         if mode == "empty":
             return 200, {"jsonrpc": "2.0", "id": ident, "result": {}}
         if mode == "iserror-string":

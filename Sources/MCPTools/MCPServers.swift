@@ -80,6 +80,8 @@ final class MCPConnection: ToolServerConnection {
     let settings: ToolServerSettings
     let identity: ToolServerIdentity
     let tools: [ServedTool]
+    /// Each tool's `outputSchema`, as read to check its results (`ServedTool.checked`).
+    private let outputSchemas: [String: JSONSchema]
     let era: Era
     private let clientInfo: (name: String, version: String)
     private let clock: any Clock<Duration>
@@ -105,6 +107,13 @@ final class MCPConnection: ToolServerConnection {
         self.settings = settings
         self.identity = identity
         self.tools = tools
+        var schemas: [String: JSONSchema] = [:]
+        for tool in tools {
+            if let json = tool.outputSchema, let schema = try? JSONSchema(json: json, unknownKeywords: .ignore) {
+                schemas[tool.name] = schema
+            }
+        }
+        outputSchemas = schemas
         self.era = era
         self.session = Mutex(Optional(session))
         self.clientInfo = clientInfo
@@ -388,7 +397,7 @@ final class MCPConnection: ToolServerConnection {
         var outcome: ToolOutcome
         switch Task.isCancelled ? .failure(.cancelled) : answer {
         case .success(let result):
-            outcome = Self.outcome(of: result, server: settings.name, era: era)
+            outcome = ServedTool.checked(Self.outcome(of: result, server: settings.name, era: era), against: outputSchemas[request.tool])
         case .failure(.remote(let error)):
             outcome = .failure("MCP server \"\(settings.name)\" answered with an error: \(error.code): \(error.message)")
         case .failure(.failed(let why)) where (current as? CassetteChannel)?.live == nil && current is CassetteChannel:

@@ -118,11 +118,15 @@ public struct ServedTool: Sendable, Hashable {
     /// What the server's hints say (`readOnlyHint` → read, `destructiveHint: false` → draft,
     /// otherwise write); nil when it gives none.
     public var sideEffect: SideEffect?
+    /// The schema the server says the tool's `structuredContent` follows (MCP's `outputSchema`),
+    /// when it gives one.
+    public var outputSchema: JSONValue?
 
-    public init(name: String, description: String, inputSchema: JSONValue, sideEffect: SideEffect? = nil) {
+    public init(name: String, description: String, inputSchema: JSONValue, sideEffect: SideEffect? = nil, outputSchema: JSONValue? = nil) {
         self.name = name
         self.description = description
         self.inputSchema = inputSchema
+        self.outputSchema = outputSchema
         self.sideEffect = sideEffect
     }
 
@@ -143,7 +147,8 @@ public struct ServedTool: Sendable, Hashable {
             tools.append(
                 ServedTool(
                     name: name, description: item["description"]?.stringValue ?? item["title"]?.stringValue ?? "",
-                    inputSchema: schema, sideEffect: sideEffect(mcpAnnotations: item["annotations"])))
+                    inputSchema: schema, sideEffect: sideEffect(mcpAnnotations: item["annotations"]),
+                    outputSchema: item["outputSchema"].flatMap { $0.objectValue == nil ? nil : $0 }))
         }
         return tools
     }
@@ -196,6 +201,26 @@ public struct ServedTool: Sendable, Hashable {
     private static func contentText(of result: JSONObject) -> String? {
         let text = (result["content"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }.joined(separator: "\n")
         return text.isEmpty ? nil : text
+    }
+
+    /// `outcome` held to the tool's `outputSchema` (MCP: a server MUST give `structuredContent`
+    /// that conforms to the schema it declares, and a client SHOULD check it): an `ok` result
+    /// without `structuredContent`, or with one the schema does not take, is an error saying
+    /// where, its output kept. Keywords past the subset agent-eval checks (`JSONSchema`,
+    /// `.ignore`) are not checked; a schema it cannot read at all checks nothing.
+    public static func checked(_ outcome: ToolOutcome, against schema: JSONSchema?) -> ToolOutcome {
+        guard let schema, outcome.status == .ok, let output = outcome.output else { return outcome }
+        guard let structured = output["structuredContent"] else {
+            var failed = outcome
+            failed.status = .error
+            failed.error = "the tool declares an outputSchema, and its result has no structuredContent"
+            return failed
+        }
+        guard let problem = schema.violation(of: structured, root: "structuredContent") else { return outcome }
+        var failed = outcome
+        failed.status = .error
+        failed.error = "the result does not follow the tool's outputSchema: \(problem)"
+        return failed
     }
 
     /// A `tools/list` result that is not a list of tools.
