@@ -27,8 +27,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 
 import pytest
 
@@ -64,16 +66,23 @@ def pytest_addoption(parser):
 
 @pytest.fixture
 def agent_eval_record(request, tmp_path):
-    """`record()` for this test: its cassette is `cassettes/<test name>` beside the test file
-    (replayed only, unless pytest runs with --agent-eval-record new|all), its log under the
-    test's tmp_path, and `--agent-eval-bin` is the binary. Returns the `Run` to `expect` on.
+    """`record()` for this test: its cassette is `cassettes/<test file>/<test name>` beside the
+    test file (`<test file>/<class>/<test name>` for a test of a class: two tests of one name never
+    share one), replayed only unless pytest runs with --agent-eval-record new|all; its log under
+    the test's tmp_path, and `--agent-eval-bin` is the binary. Returns the `Run` to `expect` on.
 
     A test marked `@pytest.mark.agent_eval(repeats=5, pass_rate=0.8)` records its agent five
-    times (a cassette each: `cassettes/<test name>/1` …) and gets the `Runs`, whose `expect`
-    passes when at least 80% of them meet the expectations — the engine's repeat logic."""
-    from agent_eval.recording import record
+    times (a cassette each: `…/<test name>/1` …) and gets the `Runs`, whose `expect` passes when
+    at least 80% of them meet the expectations — the engine's repeat logic."""
+    from agent_eval.recording import AgentEvalError, record
     mode = request.config.getoption("agent_eval_record")
-    default_cassette = os.path.join(str(request.path.parent), "cassettes", request.node.name.replace("/", "_"))
+    cassettes = os.path.join(str(request.path.parent), "cassettes")
+    name = request.node.name.replace("/", "_")
+    default_cassette = os.path.join(
+        cassettes, request.path.stem, *([request.cls.__name__] if request.cls is not None else []), name)
+    # Where a cassette was kept before (`cassettes/<test name>`, shared by every test of that
+    # name in the folder): replaying, say where it goes now rather than that nothing is recorded.
+    earlier = os.path.join(cassettes, name)
     binary = request.config.getoption("agent_eval_bin")
     marker = request.node.get_closest_marker("agent_eval")
     statistics = {}
@@ -89,11 +98,49 @@ def agent_eval_record(request, tmp_path):
         options.setdefault("out", str(tmp_path / "runs"))
         options.setdefault("mode", mode)
         options.setdefault("binary", binary)
-        for name, value in statistics.items():
-            options.setdefault(name, value)
+        for key, value in statistics.items():
+            options.setdefault(key, value)
+        if cassette is None and options["mode"] == "none" and not os.path.exists(default_cassette) and os.path.isdir(earlier):
+            raise AgentEvalError(
+                "this test's cassette is %s now (one per test file and class), and it is not there; %s is where an older "
+                "agent-eval kept it: move it there if it is this test's (mv %s %s), or record it again with "
+                "--agent-eval-record new" % (default_cassette, earlier, earlier, default_cassette))
         return record(command, cassette=cassette or default_cassette, **options)
 
     return recorder
+
+
+def run_forwarding_sigterm(command, **options):
+    """`subprocess.run(command, **options)`, passing a SIGTERM this process gets (a CI job
+    cancelled, a container stopped) on to the command and waiting for it to end (up to 30 s, then
+    it is killed) before this process ends as SIGTERM ends it: `agent-eval run` then stops its
+    agents and records the stop, where it was once left running with them. (SIGINT reaches the
+    whole process group of a terminal already, and pytest handles it.)"""
+    if threading.current_thread() is not threading.main_thread():
+        return subprocess.run(command, check=False, **options)
+    captured = subprocess.PIPE if options.pop("capture_output", False) else None
+    process = subprocess.Popen(command, stdout=captured, stderr=captured, **options)
+
+    def forward(signum, frame):
+        process.send_signal(signum)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        stdout, stderr = process.communicate()
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def shard_of(case_id, count):
@@ -243,9 +290,8 @@ class Suite:
             binary = self.binary()
         except AgentEvalNotFound as error:
             raise pytest.UsageError(str(error))
-        return subprocess.run(
-            [binary] + arguments, cwd=str(self.config.rootpath), capture_output=True, text=True, errors="replace",
-            check=False)
+        return run_forwarding_sigterm(
+            [binary] + arguments, cwd=str(self.config.rootpath), capture_output=True, text=True, errors="replace")
 
     def list_cases(self, path):
         """The file's cases as `(case_id, line)` and its problems (file:line and message), or None

@@ -238,7 +238,7 @@ def test_never_refunds(agent_eval_record):
         "*the run's page: *.html*",
         "*replay it: agent-eval replay *.jsonl.gz*",
     ])
-    assert (pytester.path / "cassettes" / "test_refunds").is_dir()
+    assert (pytester.path / "cassettes" / "test_refund" / "test_refunds").is_dir()
     # Offline: nothing listens where the agent's requests went; the cassettes answer.
     os.environ["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
     try:
@@ -254,7 +254,7 @@ def test_a_request_the_cassette_lacks_is_an_agent_eval_error_not_a_verdict(pytes
 def test_refunds(agent_eval_record):
     agent_eval_record(["%s", "agent.py"], input="Order A-7 never came.", environment={"OPENAI_API_KEY": "key"})
 ''' % sys.executable)
-    (pytester.path / "cassettes" / "test_refunds").mkdir(parents=True)
+    (pytester.path / "cassettes" / "test_refund" / "test_refunds").mkdir(parents=True)
     result = pytester.runpytest(*PLUGIN)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*AgentEvalError*", "*--agent-eval-record new*"])
@@ -287,7 +287,7 @@ def test_always_refunds(agent_eval_record):
     recorded = pytester.runpytest(*PLUGIN, "--agent-eval-record", "new")
     recorded.assert_outcomes(passed=1, failed=1)
     recorded.stdout.fnmatch_lines(["*ExpectationFailed: the 5 runs * does not do what was expected:*", "*flaky_fail (4 of 5 runs passed)*"])
-    assert sorted(os.listdir(pytester.path / "cassettes" / "test_mostly_refunds")) == ["1", "2", "3", "4", "5"]
+    assert sorted(os.listdir(pytester.path / "cassettes" / "test_gate" / "test_mostly_refunds")) == ["1", "2", "3", "4", "5"]
     # Offline, from the five cassettes: the same verdicts.
     replayed = pytester.runpytest(*PLUGIN)
     replayed.assert_outcomes(passed=1, failed=1)
@@ -479,4 +479,76 @@ def test_a_relative_binary_is_the_one_checked_wherever_it_is_run(tmp_path, monke
         assert ran.returncode == 0, ran.stderr
     monkeypatch.setenv("AGENT_EVAL_BIN", "bin/agent-eval")
     assert find_bin() == str(tmp_path / "bin" / "agent-eval")
+
+
+def test_tests_of_one_name_in_two_files_or_classes_get_cassettes_of_their_own(pytester, model_server):
+    """`test_x` in two files, and in two classes of one file, records into four cassettes (they
+    once shared one: the second recording went into the first's); a cassette where an older
+    agent-eval kept it (`cassettes/<test name>`) is named, with where it goes now."""
+    pytester.makepyfile(agent=AGENT)
+    body = '''
+AGENT = ["%s", "agent.py"]
+OPTIONS = dict(input="Order A-1042 arrived broken.", upstreams=["openai=%s"], environment={"OPENAI_API_KEY": "key"})
+
+def test_refunds(agent_eval_record):
+    agent_eval_record(AGENT, **OPTIONS).expect(toolsCalled=["refund_order"])
+
+class TestOne:
+    def test_refunds(self, agent_eval_record):
+        agent_eval_record(AGENT, **OPTIONS).expect(toolsCalled=["refund_order"])
+
+class TestTwo:
+    def test_refunds(self, agent_eval_record):
+        agent_eval_record(AGENT, **OPTIONS).expect(toolsCalled=["refund_order"])
+''' % (sys.executable, model_server)
+    pytester.makepyfile(test_first=body, test_second=body)
+    pytester.runpytest(*PLUGIN, "--agent-eval-record", "new").assert_outcomes(passed=6)
+    cassettes = pytester.path / "cassettes"
+    for place in ("test_first/test_refunds", "test_second/test_refunds", "test_first/TestOne/test_refunds",
+                  "test_first/TestTwo/test_refunds"):
+        assert (cassettes / place).is_dir(), place
+    assert not (cassettes / "test_refunds").exists()
+    # An older layout's cassette: named, with where it goes, instead of "nothing recorded".
+    (cassettes / "test_first" / "test_refunds").rename(cassettes / "test_refunds")
+    old = pytester.runpytest(*PLUGIN, "test_first.py::test_refunds")
+    old.assert_outcomes(failed=1)
+    old.stdout.fnmatch_lines(["*AgentEvalError*cassettes/test_first/test_refunds now*mv *cassettes/test_refunds *"])
+
+
+def test_sigterm_to_pytest_stops_the_run_and_its_agent(pytester):
+    """A CI job cancelled signals pytest alone: the plugin passes the SIGTERM on to `agent-eval
+    run`, which stops the agent it started, and waits for it; neither is left running."""
+    import signal
+    import time
+
+    pidfile = pytester.path / "agent.pid"
+    pytester.makefile(".py", slow="import os, time\nopen(%r, 'w').write(str(os.getpid()))\ntime.sleep(60)\n" % str(pidfile))
+    pytester.makefile(".yaml", slow="caseId: slow\ncommand: [%s, slow.py]\ninput: hi\ntimeout: 120\n"
+                      "expected: {toolsNotCalled: [delete_customer]}\n" % sys.executable)
+    pytest_run = subprocess.Popen([sys.executable, "-m", "pytest", "slow.yaml"] + PLUGIN, cwd=str(pytester.path),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline, "the agent never started"
+        assert pytest_run.poll() is None, "pytest ended before the agent started"
+        time.sleep(0.1)
+    agent = int(pidfile.read_text())
+    try:
+        pytest_run.send_signal(signal.SIGTERM)
+        assert pytest_run.wait(timeout=45) == -signal.SIGTERM
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                os.kill(agent, 0)
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < deadline, "the agent (pid %d) is still running after pytest ended" % agent
+            time.sleep(0.1)
+    finally:
+        # Whatever the outcome, nothing of the test is left running.
+        for pid in (agent, pytest_run.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
