@@ -12,6 +12,7 @@ input closes.
   --mode status500        (--http) tools/call is answered HTTP 500 with a result in the body
   --mode struct-mismatch  echo declares an outputSchema ({n: integer}, required) and answers {"n": "not a number"}
   --mode no-struct        echo declares that outputSchema and answers no structuredContent
+  --mode task-bogus       speaks 2026-07-28 and answers tools/call with a task whose status, polled, is "bogus"
   --mode stderr           (not malformed) writes "stderr of TEXT" to stderr, then answers the call
 """
 
@@ -31,7 +32,7 @@ def answer(message):
     if ident is None:
         return None
     if method == "server/discover":
-        if mode == "no-result-type":
+        if mode in ("no-result-type", "task-bogus"):
             return 200, {"jsonrpc": "2.0", "id": ident, "result": {
                 "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
                 "resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "malformed", "version": "1"}}}}
@@ -45,12 +46,15 @@ def answer(message):
         if mode in ("struct-mismatch", "no-struct"):
             tool["outputSchema"] = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
         result = {"tools": [tool]}
-        if mode == "no-result-type":
+        if mode in ("no-result-type", "task-bogus"):
             result["resultType"] = "complete"
         return 200, {"jsonrpc": "2.0", "id": ident, "result": result}
     if method == "tools/call":
         text = (message.get("params") or {}).get("arguments", {}).get("text", "")
         good = {"content": [{"type": "text", "text": text}]}
+        if mode == "task-bogus":
+            return 200, {"jsonrpc": "2.0", "id": ident, "result": {
+                "resultType": "task", "taskId": "t-1", "status": "working", "pollIntervalMs": 10}}
         if mode == "stderr":
             sys.stderr.write("stderr of %s\n" % text)
             sys.stderr.flush()
@@ -65,6 +69,9 @@ def answer(message):
         if mode == "status500":
             return 500, {"jsonrpc": "2.0", "id": ident, "result": good}
         return 200, {"jsonrpc": "2.0", "id": ident, "result": good}
+    if method == "tasks/get":
+        return 200, {"jsonrpc": "2.0", "id": ident, "result": {
+            "resultType": "complete", "taskId": "t-1", "status": "bogus", "pollIntervalMs": 10}}
     return 200, {"jsonrpc": "2.0", "id": ident, "result": {}}
 
 

@@ -183,6 +183,8 @@ final class MCPConnection: ToolServerConnection {
     ) async throws -> (any MCPChannel, Opening) {
         var session = try spawn(settings, cassette: cassette, counts: counts)
         var probed = false
+        /// The probe waited its time out with no answer (one answered with an error was answered).
+        var probeUnanswered = false
         if known != .handshake {
             let timeout = known == .stateless ? settings.startTimeoutMs : min(settings.startTimeoutMs, probeTimeoutMs)
             // Without a known era, a probe given up on leaves the server for initialize.
@@ -227,8 +229,10 @@ final class MCPConnection: ToolServerConnection {
                 throw startFailure(
                     settings, session: session, "was refused: \(error.message)",
                     hint: "check the credentials the server's headers: give (and the variables they name)")
-            case .failure(.remote), .failure(.timedOut):
+            case .failure(.remote):
                 break
+            case .failure(.timedOut):
+                probeUnanswered = true
             }
             probed = true
         }
@@ -285,7 +289,7 @@ final class MCPConnection: ToolServerConnection {
             throw startFailure(
                 settings, session: session,
                 "did not answer initialize within \(settings.startTimeoutMs) ms"
-                    + (probed ? " (nor the server/discover probe before it)" : "") + (session.isProcess ? "; it was stopped" : ""),
+                    + (probeUnanswered ? " (nor the server/discover probe before it)" : "") + (session.isProcess ? "; it was stopped" : ""),
                 hint: session.isProcess
                     ? "raise startup_timeout_ms if it is slow to start, or run its command by hand"
                     : "raise startup_timeout_ms if it is slow to answer; \(session.startHint)")
@@ -471,8 +475,15 @@ final class MCPConnection: ToolServerConnection {
                 return .taskEnded(
                     "asked for input while its task \(taskId) ran (\(asked.isEmpty ? "input_required" : asked.joined(separator: ", "))), "
                         + "which agent-eval's MCP tools do not give: the task was cancelled")
-            default:
+            case "working"?:
                 break
+            case let other:
+                // A status the tasks extension does not have: polling on would wait out the call's
+                // time and say only that the server did not answer.
+                await cancel(taskId, on: channel, clock: clock)
+                return .taskEnded(
+                    "gave its task \(taskId) the status \(other.map { "\"\($0.prefix(60))\"" } ?? "none"), which is not one of working, "
+                        + "input_required, completed, failed, cancelled: the task was cancelled")
             }
             guard left > .zero else {
                 await cancel(taskId, on: channel, clock: clock)

@@ -31,6 +31,7 @@ struct MCPMalformedAnswerTests {
             ("status500", true, "answered HTTP 500 with a result"),
             ("struct-mismatch", false, "the result does not follow the tool's outputSchema: structuredContent.n"),
             ("no-struct", false, "the tool declares an outputSchema, and its result has no structuredContent"),
+            ("task-bogus", false, "gave its task t-1 the status \"bogus\", which is not one of working"),
         ]
         for item in cases {
             let command = try await Self.script(item.mode, http: item.http)
