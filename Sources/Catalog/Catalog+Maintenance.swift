@@ -23,6 +23,13 @@ public struct StaleLog: Sendable, Hashable {
 }
 
 extension Catalog {
+    /// What SQLite's `PRAGMA quick_check` finds wrong in the catalog's file (its pages, its
+    /// indexes); empty when nothing, and always on PostgreSQL, whose server keeps its own pages.
+    public func damage() throws(CatalogError) -> [String] {
+        guard sqlite != nil else { return [] }
+        return try read { db in try db.column("PRAGMA quick_check", as: String.self) }.filter { $0 != "ok" }
+    }
+
     /// Rows whose log changed or vanished since it was indexed (nothing is read but the tails,
     /// and the whole file of a log whose stamp changed but not its size, to see whether its
     /// bytes did: a checkout gives a log a new modification time, not new content);

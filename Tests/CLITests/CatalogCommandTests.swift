@@ -23,6 +23,28 @@ private func writeRuns(_ count: Int, steps: Int, into directory: String, seed: U
 
 @Suite("The catalog from the command line", .ownThread)
 struct CatalogCommandTests {
+    @Test("catalog check finds a damaged page of the catalog's own file: exit 2 saying so and what rebuilds it, never \"0 stale\"")
+    func checkFindsADamagedCatalog() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let logs = directory.path("logs")
+        try writeRuns(3, steps: 4, into: logs, seed: 5)
+        let catalog = directory.path("catalog.sqlite")
+        let indexed = try await agentEval(["index", logs, "--catalog", catalog])
+        #expect(indexed.status == 0, "\(indexed.stderr)")
+        let whole = try await agentEval(["catalog", "check", "--catalog", catalog])
+        #expect(whole.status == 0 && whole.stdoutText.contains("3 logs checked: 0 stale"), "\(whole.stdoutText)\(whole.stderr)")
+        // Junk over the file's fourth page (an index's or a table's: either is damage).
+        let handle = try #require(FileHandle(forUpdatingAtPath: catalog))
+        try handle.seek(toOffset: 3 * 4096)
+        try handle.write(contentsOf: Data(repeating: 0xFF, count: 4096))
+        try handle.close()
+        let damaged = try await agentEval(["catalog", "check", "--catalog", catalog])
+        #expect(damaged.status == 2, "\(damaged.status): \(damaged.stdoutText)\(damaged.stderr)")
+        #expect(!damaged.stdoutText.contains("0 stale"), "\(damaged.stdoutText)")
+        #expect(damaged.stderr.contains("damaged") && damaged.stderr.contains("catalog rebuild"), "\(damaged.stderr)")
+    }
+
     @Test("index, run and index again in several processes at once: no lock errors, no lost or doubled rows")
     func concurrentProcesses() async throws {
         try await CLISandbox.with { sandbox in

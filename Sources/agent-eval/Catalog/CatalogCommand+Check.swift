@@ -15,9 +15,10 @@ extension CatalogCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "check",
-            abstract: "Report catalog rows whose log changed or vanished since it was indexed.",
+            abstract: "Report catalog rows whose log changed or vanished since it was indexed, and damage to the catalog's file.",
             discussion:
-                "Reads only each log's last member. Exit codes: 0 all current; 1 some rows are stale (index again); 2 the catalog cannot be used."
+                "Reads only each log's last member; checks a SQLite catalog's own pages and indexes first (PRAGMA quick_check). "
+                + "Exit codes: 0 all current; 1 some rows are stale (index again); 2 the catalog is damaged (catalog rebuild) or cannot be used."
         )
 
         @OptionGroup var location: CatalogArguments
@@ -29,6 +30,15 @@ extension CatalogCommand {
             let catalog = try location.open(readOnly: true)
             let result: (checked: Int, stale: [StaleLog])
             do {
+                // A damaged file first: its rows cannot be trusted to say what is stale.
+                let damage = try catalog.damage()
+                if !damage.isEmpty {
+                    throw CatalogError(
+                        .queryFailed,
+                        "the catalog \(displayPath(location.path)) is damaged: "
+                            + damage.prefix(3).joined(separator: "; ") + (damage.count > 3 ? " (and \(damage.count - 3) more)" : ""),
+                        hint: "agent-eval catalog rebuild makes it again from the logs (and keeps the suite history it can read)")
+                }
                 result = try catalog.check()
             } catch {
                 throw diagnose(error)
