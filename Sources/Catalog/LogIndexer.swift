@@ -116,11 +116,13 @@ extension Catalog {
         case .found(let row): known = row
         }
         guard let stamp = FileStamp(path: path) else {
+            // Gone, or something is there that is no log file (a folder, a pipe, a link to
+            // nothing): said, so that "vanished" is not all a path never indexed gets.
+            let problem = FileProblem.notARegularFile(path) ?? "the file is gone"
             if let known, known.status != .vanished {
-                try db.execute(
-                    "UPDATE logs SET status = 'vanished', problem = 'the file is gone', resume = NULL WHERE log_id = ?", [known.id])
+                try db.execute("UPDATE logs SET status = 'vanished', problem = ?, resume = NULL WHERE log_id = ?", [problem, known.id])
             }
-            return IndexedLog(path: path, change: .vanished, status: .vanished, problem: "the file is gone", eventsRead: 0)
+            return IndexedLog(path: path, change: .vanished, status: .vanished, problem: problem, eventsRead: 0)
         }
         // A vanished log that is back is read again: its row says it is gone.
         if let known, known.status != .vanished, known.identity.matches(path, now: stamp) {

@@ -25,6 +25,26 @@ public enum FileProblem {
         return nil
     }
 
+    /// Why something is at `path` that is no regular file a log could be — a folder, a named
+    /// pipe, a device, a symbolic link that leads nowhere or round in a loop — or nil when the
+    /// path is a regular file, or nothing at all is there.
+    public static func notARegularFile(_ path: String) -> String? {
+        var link = stat()
+        guard lstat(path, &link) == 0 else { return nil }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            return errno == ELOOP ? "it is a symbolic link that leads round in a loop" : "it is a symbolic link to nothing"
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "it is a folder, not a file"
+        case S_IFIFO: return "it is a named pipe (FIFO), not a file"
+        case S_IFSOCK: return "it is a socket, not a file"
+        case S_IFCHR, S_IFBLK: return "it is a device, not a file"
+        default: return "it is not a regular file"
+        }
+    }
+
     /// Why `path` cannot be written: a folder in its place, or a folder above it that is a file
     /// or cannot be written. Nil when the path looks writable.
     public static func writing(_ path: String) -> String? {

@@ -45,6 +45,26 @@ struct CatalogCommandTests {
         #expect(damaged.stderr.contains("damaged") && damaged.stderr.contains("catalog rebuild"), "\(damaged.stderr)")
     }
 
+    @Test("index says what a path that is no log file is (a folder, a named pipe, a link to nothing or in a loop), not only \"vanished\"")
+    func indexNamesWhatIsNoLogFile() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let logs = directory.path("logs")
+        try writeRuns(1, steps: 2, into: logs, seed: 9)
+        #expect(mkfifo(logs + "/fifo.jsonl.gz", 0o600) == 0)
+        try FileManager.default.createDirectory(atPath: logs + "/dir.jsonl.gz", withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: logs + "/loop.jsonl.gz", withDestinationPath: "loop.jsonl.gz")
+        try FileManager.default.createSymbolicLink(atPath: logs + "/dangling.jsonl.gz", withDestinationPath: "/nonexistent/x")
+        let indexed = try await agentEval(["index", logs, "--catalog", directory.path("catalog.sqlite")])
+        #expect(indexed.status == 0, "\(indexed.stderr)")
+        for said in [
+            "problem: it is a named pipe (FIFO), not a file", "problem: it is a folder, not a file",
+            "problem: it is a symbolic link that leads round in a loop", "problem: it is a symbolic link to nothing", "1 added",
+        ] {
+            #expect(indexed.stdoutText.contains(said), "\(said): \(indexed.stdoutText)")
+        }
+    }
+
     @Test("index, run and index again in several processes at once: no lock errors, no lost or doubled rows")
     func concurrentProcesses() async throws {
         try await CLISandbox.with { sandbox in

@@ -80,7 +80,9 @@ struct IndexCommand: ParsableCommand, ReadsLogs {
                         "\(log.change.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(log.status.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(displayPath(log.path))"
                     if log.eventsRead > 0 { line += " (\(log.eventsRead) event\(log.eventsRead == 1 ? "" : "s") read)" }
                     say(line)
-                    if let problem = log.problem, log.status == .damaged { say("          problem: \(problem)") }
+                    if let problem = log.problem, log.status == .damaged || (log.status == .vanished && problem != "the file is gone") {
+                        say("          problem: \(problem)")
+                    }
                     if log.problemCode == "log.event_too_large" {
                         say(
                             "          hint: a log you trust may be indexed with a higher --max-member-mib (now \(limits.memberLimit >> 20))"
