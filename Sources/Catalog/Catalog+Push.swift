@@ -8,6 +8,17 @@ public struct PushSummary: Sendable, Hashable {
     /// Log rows copied (new, or changed since the target's copy), and those it had as they are.
     public var logs = 0
     public var logsKnown = 0
+    /// Rows of the target that held another run at the same path (another runner's, say, in
+    /// the same workspace path), replaced by this catalog's: what was lost there, to be said.
+    public var replacedRuns: [ReplacedRun] = []
+
+    /// A run of the target's replaced by another at its path.
+    public struct ReplacedRun: Sendable, Hashable {
+        public var path: String
+        public var runId: String?
+        public var seenOn: String?
+        public var byRunId: String?
+    }
 
     public init() {}
 }
@@ -66,10 +77,11 @@ extension Catalog {
                     )
                 }
             }
-            let (copied, known) = try target.write { db -> (Int, Int) in
+            let (copied, known, replacedNow) = try target.write { db -> (Int, Int, [PushSummary.ReplacedRun]) in
                 let toolSets = ToolSets()
                 var copied = 0
                 var known = 0
+                var replaced: [PushSummary.ReplacedRun] = []
                 for (log, ours, calls) in rows {
                     guard let log, let ours else { continue }
                     let path: String = log["path"]
@@ -91,6 +103,14 @@ extension Catalog {
                             known += 1
                             continue
                         }
+                        // Another run at the path (not the same run grown or read again): what the
+                        // target held of it goes, and the push says so.
+                        let held = try db.row("SELECT run_id, seen_on FROM logs WHERE log_id = ?", [theirs.id])
+                        let heldRun: String? = held?["run_id"]
+                        let ourRun: String? = log["run_id"]
+                        if heldRun != ourRun {
+                            replaced.append(PushSummary.ReplacedRun(path: path, runId: heldRun, seenOn: held?["seen_on"], byRunId: ourRun))
+                        }
                         try db.execute("DELETE FROM calls WHERE log_id = ?", [theirs.id])
                         try db.execute("DELETE FROM logs WHERE log_id = ?", [theirs.id])
                     }
@@ -109,10 +129,11 @@ extension Catalog {
                     for call in calls { _ = try Self.copy(call, into: "calls", in: db, replacing: ["log_id": newId]) }
                     copied += 1
                 }
-                return (copied, known)
+                return (copied, known, replaced)
             }
             summary.logs += copied
             summary.logsKnown += known
+            summary.replacedRuns += replacedNow
         }
         return summary
     }

@@ -65,6 +65,35 @@ struct CatalogCommandTests {
         }
     }
 
+    @Test("push into a catalog that holds another run at the same path (another runner's, in the same workspace path) says it replaced it")
+    func pushSaysWhatItReplaced() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let folder = directory.path("P")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let runs = ExampleRuns.fixtures.appendingPathComponent("runs").path
+        let log = folder + "/run.jsonl.gz"
+        try FileManager.default.copyItem(atPath: runs + "/support-refund.jsonl.gz", toPath: log)
+        #expect(
+            try await agentEval(["index", folder, "--catalog", directory.path("a.sqlite")], environment: ["RUNNER_NAME": "runner-a"]).status
+                == 0)
+        try FileManager.default.removeItem(atPath: log)
+        try FileManager.default.copyItem(atPath: runs + "/research-budget.jsonl.gz", toPath: log)
+        #expect(
+            try await agentEval(["index", folder, "--catalog", directory.path("b.sqlite")], environment: ["RUNNER_NAME": "runner-b"]).status
+                == 0)
+        let team = directory.path("team.sqlite")
+        let first = try await agentEval(["catalog", "push", "--from", directory.path("a.sqlite"), "--to", team])
+        #expect(first.status == 0 && !first.stderr.contains("warning"), "\(first.stderr)")
+        let second = try await agentEval(["catalog", "push", "--from", directory.path("b.sqlite"), "--to", team, "--json"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(
+            second.stderr.contains(
+                "held run run-support-refund (indexed on runner-a) at \(log); it holds run run-research-budget there now"),
+            "\(second.stderr)")
+        #expect(second.stdoutText.contains(#""runs_replaced":[{"by_run_id":"run-research-budget""#), "\(second.stdoutText)")
+    }
+
     @Test("index, run and index again in several processes at once: no lock errors, no lost or doubled rows")
     func concurrentProcesses() async throws {
         try await CLISandbox.with { sandbox in

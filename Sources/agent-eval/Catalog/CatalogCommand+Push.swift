@@ -58,14 +58,30 @@ extension CatalogCommand {
             let line =
                 "pushed \(displayPath(source)) → \(displayPath(target.path)): \(summary.suiteRuns) suite runs copied "
                 + "(\(summary.suiteRunsKnown) there already), \(summary.logs) runs copied (\(summary.logsKnown) there already)"
+            let replaced = summary.replacedRuns.map { run -> JSONValue in
+                var object = ObjectBuilder()
+                object.set("path", run.path)
+                object.set("run_id", run.runId)
+                object.set("seen_on", run.seenOn)
+                object.set("by_run_id", run.byRunId)
+                return object.json
+            }
             if json {
                 printJSON([
                     "suite_runs": .int(summary.suiteRuns), "suite_runs_known": .int(summary.suiteRunsKnown), "runs": .int(summary.logs),
-                    "runs_known": .int(summary.logsKnown), "summary": .string(line),
+                    "runs_known": .int(summary.logsKnown), "runs_replaced": .array(replaced), "summary": .string(line),
                 ])
             } else {
                 say(line)
             }
+            // The target keeps one run a path: another run there (another runner's, in the same
+            // workspace path) is gone from it now, which is said, never only "copied".
+            for run in summary.replacedRuns.prefix(20) {
+                printError(
+                    "warning: \(displayPath(target.path)) held run \(run.runId ?? "?")\(run.seenOn.map { " (indexed on \($0))" } ?? "") at \(run.path); "
+                        + "it holds run \(run.byRunId ?? "?") there now: the catalog keeps one run a path")
+            }
+            if summary.replacedRuns.count > 20 { printError("warning: … and \(summary.replacedRuns.count - 20) more runs replaced so") }
         }
     }
 }
