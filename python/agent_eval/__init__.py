@@ -53,6 +53,8 @@ def find_bin():
         if candidate == os.environ.get("AGENT_EVAL_BIN"):
             raise AgentEvalNotFound(
                 "AGENT_EVAL_BIN is %s, which is not an executable file; point it at the agent-eval binary" % candidate)
+    if shutil.which(BINARY) is None:
+        looked.append("PATH (%s)" % (os.environ.get("PATH") or "not set"))
     raise AgentEvalNotFound(
         "agent-eval is not installed where this Python looks (%s); install it (scripts/install in its repository) "
         "or set AGENT_EVAL_BIN to the binary" % ", ".join(looked))

@@ -176,6 +176,21 @@ def test_find_bin_says_where_it_looked_when_agent_eval_bin_is_wrong(monkeypatch)
         agent_eval.find_bin()
 
 
+
+def test_find_bin_names_path_among_the_places_it_looked(monkeypatch, tmp_path):
+    """Nowhere to be found: the error lists every place looked, PATH (and what it is) included."""
+    import agent_eval
+
+    monkeypatch.delenv("AGENT_EVAL_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    # This interpreter's scripts folders are a folder of the test's own, with no binary in it.
+    monkeypatch.setattr(agent_eval.sysconfig, "get_path", lambda *args, **kwargs: str(tmp_path))
+    beside = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(agent_eval.__file__))), "bin", "agent-eval")
+    monkeypatch.setattr(agent_eval.os.path, "isfile", lambda path: path != beside and os.path.exists(path) and not os.path.isdir(path))
+    with pytest.raises(agent_eval.AgentEvalNotFound, match=r"PATH \(%s\)" % re.escape(str(tmp_path / "empty"))):
+        agent_eval.find_bin()
+
+
 AGENT = '''
 import json, os, sys, urllib.request
 base = os.environ["OPENAI_BASE_URL"].rstrip("/")
