@@ -8,7 +8,7 @@ input closes.
   --mode iserror-string   tools/call answers isError "true" (a string) beside its text
   --mode version          initialize answers protocol version "1999-01-01"
   --mode no-result-type   speaks 2026-07-28 (server/discover), and tools/call answers without resultType
-  --mode wrong-id         (--http) tools/call is answered for another request id
+  --mode wrong-id         tools/call is answered for another request id (over stdio too)
   --mode status500        (--http) tools/call is answered HTTP 500 with a result in the body
   --mode struct-mismatch  echo declares an outputSchema ({n: integer}, required) and answers {"n": "not a number"}
   --mode no-struct        echo declares that outputSchema and answers no structuredContent

@@ -184,6 +184,7 @@ final class CassetteChannel: MCPChannel {
     var stderrMark: Int { live?.stderrMark ?? 0 }
     func stderr(since mark: Int) -> String? { live?.stderr(since: mark) }
     func settleStderr() async { await live?.settleStderr() }
+    var strayAnswers: (count: Int, last: String?) { live?.strayAnswers ?? (0, nil) }
     var lastErrorLine: String? { live?.lastErrorLine }
     var isProcess: Bool { live?.isProcess ?? false }
     var startHint: String {

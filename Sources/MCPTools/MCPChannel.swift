@@ -34,6 +34,9 @@ protocol MCPChannel: Sendable {
     /// Waits (briefly) until what the server wrote to stderr so far is read, before a call takes
     /// its share: nothing to wait for over HTTP.
     func settleStderr() async
+    /// Answers the server gave to requests never sent (or given up on): how many so far, and the
+    /// last one's id; none over HTTP, where such an answer is an error of its request.
+    var strayAnswers: (count: Int, last: String?) { get }
     /// The server's last line on stderr, for a failed start.
     var lastErrorLine: String? { get }
 
@@ -104,6 +107,7 @@ struct ProcessChannel: MCPChannel {
     var stderrMark: Int { server.stderrMark }
     func stderr(since mark: Int) -> String? { server.stderr(since: mark) }
     func settleStderr() async { await server.settleStderr() }
+    var strayAnswers: (count: Int, last: String?) { peer.strayAnswers }
     var lastErrorLine: String? { server.lastErrorLine }
     var isProcess: Bool { true }
     var startHint: String { "run its command by hand to see why: \(ShellWords.command(command))" }

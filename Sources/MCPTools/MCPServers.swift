@@ -382,6 +382,7 @@ final class MCPConnection: ToolServerConnection {
             return .failure("MCP tools take an object of arguments, and these are \(request.arguments.typeDescription)")
         }
         let mark = current.stderrMark
+        let strays = current.strayAnswers.count
         // Given up (the timeout, the run interrupted): a server process is killed at once, which
         // also ends a write it never read; over HTTP the request's connection is closed.
         let clock: any Clock<Duration> = self.clock
@@ -413,8 +414,13 @@ final class MCPConnection: ToolServerConnection {
                 isRetryable: true)
         case .failure(.timedOut):
             current.kill()
+            // It answered, but another request than this one: said, not taken for silence.
+            let stray = current.strayAnswers
+            let mixedUp =
+                stray.count > strays
+                ? " (meanwhile it answered request \(stray.last ?? "?"), which nothing was waiting for: does it mix up request ids?)" : ""
             outcome = .failure(
-                "MCP server \"\(settings.name)\" did not answer within \(request.timeoutMs) ms"
+                "MCP server \"\(settings.name)\" did not answer within \(request.timeoutMs) ms\(mixedUp)"
                     + (current.isProcess ? "; it was stopped (the next call starts it again)" : "; the request was given up"),
                 isRetryable: true)
         case .failure(.cancelled):

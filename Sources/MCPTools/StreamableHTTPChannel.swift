@@ -172,6 +172,7 @@ final class StreamableHTTPChannel: MCPChannel {
     var stderrMark: Int { 0 }
     func stderr(since mark: Int) -> String? { nil }
     func settleStderr() async {}
+    var strayAnswers: (count: Int, last: String?) { (0, nil) }
     var lastErrorLine: String? { nil }
     var isProcess: Bool { false }
     var startHint: String {

@@ -104,4 +104,16 @@ struct MCPMalformedAnswerTests {
             #expect(missing.isEmpty, "calls without their stderr: \(missing)")
         }
     }
+
+    @Test("over stdio, a server that answers another request id than the one waiting is said to, not taken for one that was silent")
+    func strayAnswerIsSaid() async throws {
+        let command = try await Self.script("wrong-id")
+        let connection = try await MCPServers().connect(MCPServerTests.settings("odd", command))
+        let outcome = try await connection.call("echo", ["text": "hi"], timeoutMs: 500)
+        await connection.close()
+        #expect(outcome.status == .error, "\(outcome)")
+        #expect(
+            outcome.error?.contains("meanwhile it answered request \"someone-else\", which nothing was waiting for") == true,
+            "\(String(describing: outcome.error))")
+    }
 }

@@ -64,7 +64,15 @@ public final class JSONRPCPeer: Sendable {
         var pending: [String: Slot] = [:]
         var sent = 0
         var failure: String?
+        /// Answers to requests this peer never sent (or gave up on): how many, and the last one's id.
+        var strays = 0
+        var lastStray: String?
     }
+
+    /// How many answers came for requests this peer never sent, or gave up on, and the last one's
+    /// id (JSON): a server that mixes up ids answers another request than the one waiting, which
+    /// would otherwise read as silence.
+    public var strayAnswers: (count: Int, last: String?) { state.withLock { ($0.strays, $0.lastStray) } }
 
     public let server: JSONLinesProcess
     private let idPrefix: String
@@ -228,6 +236,13 @@ public final class JSONRPCPeer: Sendable {
         do {
             for try await line in server.messages {
                 guard let message = try? JSONParser.parse(Array(line)), !take(message) else { continue }
+                if message["method"] == nil, let id = message["id"], Self.answer(of: message) != nil {
+                    state.withLock { state in
+                        state.strays += 1
+                        state.lastStray = JSONWriter.encodeString(id)
+                    }
+                    continue
+                }
                 guard let method = message["method"]?.stringValue, let id = message["id"] else { continue }
                 var reply = JSONObject([("jsonrpc", "2.0"), ("id", id)])
                 switch answering(method, message["params"]) {
