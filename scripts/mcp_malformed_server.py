@@ -13,6 +13,11 @@ input closes.
   --mode struct-mismatch  echo declares an outputSchema ({n: integer}, required) and answers {"n": "not a number"}
   --mode no-struct        echo declares that outputSchema and answers no structuredContent
   --mode task-bogus       speaks 2026-07-28 and answers tools/call with a task whose status, polled, is "bogus"
+  --mode probe-400        (--http, well formed) refuses server/discover with HTTP 400 and an error whose id is
+                          "server-error", as the mcp SDK 1.x refuses a request before initialize
+  --mode nulls            (well formed enough) answers isError null and structuredContent null beside its content
+  --mode task-plain       (well formed) speaks 2026-07-28; a task handle without a status, then completed with
+                          a result that does not repeat resultType
   --mode stderr           (not malformed) writes "stderr of TEXT" to stderr, then answers the call
 """
 
@@ -32,7 +37,9 @@ def answer(message):
     if ident is None:
         return None
     if method == "server/discover":
-        if mode in ("no-result-type", "task-bogus"):
+        if mode == "probe-400":
+            return 400, {"jsonrpc": "2.0", "id": "server-error", "error": {"code": -32600, "message": "Bad Request: Missing session ID"}}
+        if mode in ("no-result-type", "task-bogus", "task-plain"):
             return 200, {"jsonrpc": "2.0", "id": ident, "result": {
                 "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
                 "resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "malformed", "version": "1"}}}}
@@ -46,12 +53,16 @@ def answer(message):
         if mode in ("struct-mismatch", "no-struct"):
             tool["outputSchema"] = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
         result = {"tools": [tool]}
-        if mode in ("no-result-type", "task-bogus"):
+        if mode in ("no-result-type", "task-bogus", "task-plain"):
             result["resultType"] = "complete"
         return 200, {"jsonrpc": "2.0", "id": ident, "result": result}
     if method == "tools/call":
         text = (message.get("params") or {}).get("arguments", {}).get("text", "")
         good = {"content": [{"type": "text", "text": text}]}
+        if mode == "nulls":
+            return 200, {"jsonrpc": "2.0", "id": ident, "result": dict(good, isError=None, structuredContent=None)}
+        if mode == "task-plain":
+            return 200, {"jsonrpc": "2.0", "id": ident, "result": {"resultType": "task", "taskId": "t-2", "pollIntervalMs": 10}}
         if mode == "task-bogus":
             return 200, {"jsonrpc": "2.0", "id": ident, "result": {
                 "resultType": "task", "taskId": "t-1", "status": "working", "pollIntervalMs": 10}}
@@ -69,6 +80,10 @@ def answer(message):
         if mode == "status500":
             return 500, {"jsonrpc": "2.0", "id": ident, "result": good}
         return 200, {"jsonrpc": "2.0", "id": ident, "result": good}
+    if method == "tasks/get" and mode == "task-plain":
+        return 200, {"jsonrpc": "2.0", "id": ident, "result": {
+            "resultType": "complete", "taskId": "t-2", "status": "completed",
+            "result": {"content": [{"type": "text", "text": "done"}]}}}
     if method == "tasks/get":
         return 200, {"jsonrpc": "2.0", "id": ident, "result": {
             "resultType": "complete", "taskId": "t-1", "status": "bogus", "pollIntervalMs": 10}}

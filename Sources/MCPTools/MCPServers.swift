@@ -396,6 +396,7 @@ final class MCPConnection: ToolServerConnection {
             answer = answered
         case .taskEnded(let why):
             var outcome = ToolOutcome.failure("MCP server \"\(settings.name)\" \(why)")
+            await current.settleStderr()
             outcome.stderr = current.stderr(since: mark)
             return outcome
         }
@@ -459,10 +460,12 @@ final class MCPConnection: ToolServerConnection {
             let left = budget - start.duration(to: clock.now)
             switch state["status"]?.stringValue {
             case "completed"?:
-                guard let result = state["result"], result.objectValue != nil else {
+                guard var result = state["result"]?.objectValue else {
                     return .taskEnded("ended its task \(taskId) completed without a result")
                 }
-                return .answer(.success(result))
+                // The task says its result is complete; the result need not say it again.
+                if result["resultType"] == nil { result["resultType"] = "complete" }
+                return .answer(.success(.object(result)))
             case "failed"?:
                 let error = state["error"]
                 return .answer(
@@ -481,14 +484,15 @@ final class MCPConnection: ToolServerConnection {
                 return .taskEnded(
                     "asked for input while its task \(taskId) ran (\(asked.isEmpty ? "input_required" : asked.joined(separator: ", "))), "
                         + "which agent-eval's MCP tools do not give: the task was cancelled")
-            case "working"?:
+            case "working"?, nil:
+                // Working, or not said (a handle that gives only its id): asked again.
                 break
-            case let other:
+            case let other?:
                 // A status the tasks extension does not have: polling on would wait out the call's
                 // time and say only that the server did not answer.
                 await cancel(taskId, on: channel, clock: clock)
                 return .taskEnded(
-                    "gave its task \(taskId) the status \(other.map { "\"\($0.prefix(60))\"" } ?? "none"), which is not one of working, "
+                    "gave its task \(taskId) the status \"\(other.prefix(60))\", which is not one of working, "
                         + "input_required, completed, failed, cancelled: the task was cancelled")
             }
             guard left > .zero else {

@@ -67,15 +67,7 @@ final class StreamableHTTPChannel: MCPChannel {
         }
         // A credential in the URL itself (`?access_token=…`, `user:password@`): a server that
         // echoes its request, or a message that names the URL, must not show it either.
-        let url = settings.url ?? ""
-        secrets.formUnion(ModelForwarder.secrets(inURL: url))
-        if let scheme = url.range(of: "://") {
-            let authority = url[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                let password = String(authority[authority.index(after: colon)..<at])
-                if password.count >= 4 { secrets.insert(password) }
-            }
-        }
+        secrets.formUnion(ModelForwarder.secrets(inURL: settings.url ?? ""))
         return secrets.sorted()
     }
 
@@ -294,27 +286,26 @@ final class StreamableHTTPChannel: MCPChannel {
             state.withLock { state in if state.failure == nil { state.failure = why } }
             return .failure(.failed(why))
         }
-        // A JSON-RPC answer, whatever the status (a modern server's errors come on a 400 or a 404),
-        // when it is one — JSON-RPC 2.0, and to this request: an answer for another id, or a
-        // result on a status that is no success (a 500 whose body holds one), is nothing to
-        // keep, as on the event stream and over stdio.
+        // A JSON-RPC answer, whatever the status (a modern server's errors come on a 400 or a 404).
+        // An error in the body of a plain answer can only be this POST's, whatever id it names
+        // (`null`, an SDK's "server-error"): it is read as that error. A result is kept only when
+        // it is one — JSON-RPC 2.0, to this request, on a success status: a result for another
+        // id, or on a 500, is nothing to keep, as on the event stream and over stdio.
         if let message, let answer = JSONRPCPeer.answer(of: message) {
+            guard case .success = answer else { return answer }
             guard message["jsonrpc"] == "2.0" else {
                 return .failure(
                     .failed(
                         exchange.redact("the server's answer is not JSON-RPC 2.0 (no \"jsonrpc\": \"2.0\")\(Self.preview(reading.body))")))
             }
-            // An error with id null answers a request the server could not read: this one
-            // (JSON-RPC 2.0, section 5), as a 2025 server refuses the probe before initialize.
-            let isUnaddressedError = message["id"] == .null && message["error"] != nil
-            if let id = reading.id, message["id"] != id, !isUnaddressedError {
+            if let id = reading.id, message["id"] != id {
                 return .failure(
                     .failed(
                         exchange.redact(
                             "the server answered request \(JSONWriter.encodeString(message["id"] ?? .null)), not this one (\(JSONWriter.encodeString(id)))"
                         )))
             }
-            if case .success = answer, !(200..<300).contains(status) {
+            if !(200..<300).contains(status) {
                 return .failure(
                     .failed(
                         exchange.redact(

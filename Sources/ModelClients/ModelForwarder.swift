@@ -68,14 +68,24 @@ public struct ModelForwarder: Sendable {
         secrets(in: request.headers) + secrets(inURL: request.url)
     }
 
-    /// The values of a URL's query parameters that carry a credential — Azure's `api-key`, a
+    /// A URL's userinfo secret (the password of `user:password@`, or a token given alone as
+    /// `TOKEN@`), and the values of its query parameters that carry a credential — Azure's `api-key`, a
     /// gateway's `key`, `access_token`, a signature (`sig`), a function key (`code`), any name a
     /// secret's would be (`Redactor.looksSecret`: `*_token`, `*secret*`, `*_key`) — as written and
     /// percent-decoded: an upstream that echoes the URL (a 401 naming it, a proxy's error page)
     /// must not bring them into the log.
     public static func secrets(inURL url: String) -> [String] {
-        guard let query = url.split(separator: "?", maxSplits: 1).dropFirst().first else { return [] }
         var secrets: [String] = []
+        // Userinfo (`user:password@`, or a token alone, `TOKEN@`): the password, or the token.
+        if let scheme = url.range(of: "://") {
+            let authority = url[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            if let at = authority.lastIndex(of: "@") {
+                let userinfo = authority[..<at]
+                let secret = userinfo.firstIndex(of: ":").map { String(userinfo[userinfo.index(after: $0)...]) } ?? String(userinfo)
+                for value in Set([secret, secret.removingPercentEncoding ?? secret]) where value.count >= 4 { secrets.append(value) }
+            }
+        }
+        guard let query = url.split(separator: "?", maxSplits: 1).dropFirst().first else { return secrets.sorted() }
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2 else { continue }

@@ -41,6 +41,23 @@ struct SchemaTests {
         #expect(try JSONSchema(json: ["type": "integer"]).violation(of: .double(3.0)) == nil)
     }
 
+    @Test(
+        "a server's schema read with its unknown keywords ignored: patternProperties (or $ref, allOf…) beside additionalProperties false lets the members they allow through"
+    )
+    func unknownKeywordsDoNotRefuseWhatTheyAllow() throws {
+        let schema = try JSONSchema(
+            json: [
+                "type": "object", "properties": ["id": ["type": "string"]], "patternProperties": ["^x-": ["type": "string"]],
+                "additionalProperties": false,
+            ], unknownKeywords: .ignore)
+        #expect(schema.violation(of: ["id": "a", "x-trace": "t"], root: "structuredContent") == nil)
+        #expect(schema.violation(of: ["id": 7], root: "structuredContent") != nil)
+        // Without such a keyword, additionalProperties false still refuses an extra member.
+        let closed = try JSONSchema(
+            json: ["type": "object", "properties": ["id": ["type": "string"]], "additionalProperties": false], unknownKeywords: .ignore)
+        #expect(closed.violation(of: ["id": "a", "x-trace": "t"], root: "structuredContent") != nil)
+    }
+
     static func replacing(_ key: String, with value: JSONValue?) -> JSONValue {
         var object = valid.objectValue ?? JSONObject()
         object[key] = value

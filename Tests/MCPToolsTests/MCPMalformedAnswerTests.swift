@@ -116,4 +116,29 @@ struct MCPMalformedAnswerTests {
             outcome.error?.contains("meanwhile it answered request \"someone-else\", which nothing was waiting for") == true,
             "\(String(describing: outcome.error))")
     }
+
+    @Test(
+        "what is well formed enough still answers: a probe refused on HTTP 400 with an SDK's error id, isError and structuredContent null, a task handle without a status whose result does not repeat resultType"
+    )
+    func wellFormedEnoughAnswers() async throws {
+        for (mode, http) in [("probe-400", true), ("nulls", false), ("task-plain", false)] {
+            let command = try await Self.script(mode, http: http)
+            var server: LocalScriptServer?
+            let settings: ToolServerSettings
+            if http {
+                let started = try LocalScriptServer(command)
+                server = started
+                settings = ToolServerSettings(
+                    name: "odd", command: [], directory: FileManager.default.currentDirectoryPath, callTimeoutMs: 30_000,
+                    url: "http://127.0.0.1:\(started.port)/mcp")
+            } else {
+                settings = MCPServerTests.settings("odd", command)
+            }
+            defer { server?.stop() }
+            let connection = try await MCPServers().connect(settings)
+            let outcome = try await connection.call("echo", ["text": "hi"])
+            await connection.close()
+            #expect(outcome.status == .ok, "\(mode): \(outcome)")
+        }
+    }
 }

@@ -301,19 +301,32 @@ public final class JSONLinesProcess: Sendable {
 
     private func readErrors() {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        let fd = process.stderr
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(process.stderr, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            // Waits for bytes (or the end) outside the lock, then reads and keeps them under it:
+            // `settleStderr`, which looks at the pipe under the same lock, never finds bytes read
+            // and not yet kept. (A read of a pipe that has bytes, or has ended, does not block.)
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&entry, 1, -1) < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            let (count, error) = state.withLock { state -> (Int, Int32) in
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                let error = errno
+                if count > 0 {
+                    state.stderr.append(contentsOf: buffer[0..<count])
+                    state.stderrTotal += count
+                    if state.stderr.count > 2 * Self.stderrLimit { state.stderr.removeFirst(state.stderr.count - Self.stderrLimit) }
+                }
+                return (count, error)
+            }
+            if count < 0 && error == EINTR { continue }
             if count <= 0 { break }
             if let forwardsStderr { _ = Self.writeAll(Array(buffer[0..<count]), to: forwardsStderr) }
-            state.withLock { state in
-                state.stderr.append(contentsOf: buffer[0..<count])
-                state.stderrTotal += count
-                if state.stderr.count > 2 * Self.stderrLimit { state.stderr.removeFirst(state.stderr.count - Self.stderrLimit) }
-            }
         }
         state.withLock { $0.stderrEnded = true }
-        close(process.stderr)
+        close(fd)
     }
 
     // MARK: Lines over descriptors

@@ -37,6 +37,10 @@ public final class JSONSchema: Sendable {
     }
 
     static let typeNames = ["string", "integer", "number", "boolean", "object", "array", "null"]
+    /// Keywords past the subset that may allow an object members `properties` does not name.
+    static let keywordsAllowingMoreMembers: Set<String> = [
+        "patternProperties", "$ref", "allOf", "oneOf", "if", "then", "else", "dependentSchemas", "unevaluatedProperties", "$dynamicRef",
+    ]
     static let annotations: Set<String> = ["title", "description", "default", "examples", "format", "$schema", "$id", "$comment"]
 
     /// What a schema keyword outside the subset does.
@@ -167,6 +171,13 @@ public final class JSONSchema: Sendable {
                             + "exclusiveMaximum, minLength, maxLength, pattern, minItems, maxItems, minProperties, maxProperties)")
                 }
             }
+        }
+        // Keywords that let an object have members `properties` does not name: left unchecked, they
+        // must not leave `additionalProperties: false` refusing the members they allow.
+        if unknownKeywords == .ignore, case .forbidden = additional,
+            object.contains(where: { Self.keywordsAllowingMoreMembers.contains($0.key) })
+        {
+            additional = .allowed
         }
         for name in required where unknownKeywords == .reject && !properties.isEmpty && !properties.contains(where: { $0.0 == name }) {
             throw SchemaError(path: ["required"], message: "names \"\(name)\", which is not among the properties")

@@ -173,17 +173,18 @@ public struct ServedTool: Sendable, Hashable {
         }
         // A result of another shape is not taken as the tool's answer: `content` is a list (and a
         // result has it, or at least `structuredContent`), `isError` true or false.
-        if let content = result["content"], content.arrayValue == nil {
+        // `null` is taken as absent (a serializer that writes every member).
+        if let content = result["content"], content != .null, content.arrayValue == nil {
             return .failure(
                 "the server's tools/call result has content that is \(content.typeDescription), not a list: \(JSONWriter.encodeString(.object(result)).prefix(300))"
             )
         }
-        if result["content"] == nil && result["structuredContent"] == nil {
+        if (result["content"] ?? .null) == .null && (result["structuredContent"] ?? .null) == .null {
             return .failure(
                 "the server's tools/call result has neither content nor structuredContent: \(JSONWriter.encodeString(.object(result)).prefix(300))"
             )
         }
-        if let flag = result["isError"], flag.boolValue == nil {
+        if let flag = result["isError"], flag != .null, flag.boolValue == nil {
             return .failure(
                 "the server's tools/call result says isError \(JSONWriter.encodeString(flag).prefix(100)), not true or false: "
                     + "whether the call failed is not said\(Self.contentText(of: result).map { " (its text: \($0.prefix(300)))" } ?? "")")

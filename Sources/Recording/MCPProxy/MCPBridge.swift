@@ -88,7 +88,7 @@ struct MCPBridge {
 
     /// The 2025 versions a client may open with; another is answered with the newest.
     static let legacyVersions = MCPEra.handshakeVersions
-    static let newestLegacyVersion = "2025-11-25"
+    static let newestLegacyVersion = MCPEra.handshakeVersions.last ?? "2025-11-25"
     /// The requests of 2026-07-28 that may be answered `input_required`.
     static let multiRoundMethods: Set<String> = ["tools/call", "prompts/get", "resources/read"]
     static let listingMethods: Set<String> = ["tools/list", "prompts/list", "resources/list", "resources/templates/list"]
