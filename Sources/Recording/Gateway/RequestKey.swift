@@ -14,11 +14,13 @@ import TraceLog
 ///   frameworks make new ids on every run, so a recorded conversation would otherwise never
 ///   match itself. Ids are the values of `tool_call_id`, `tool_use_id` and `call_id`, and the
 ///   `id` of an object whose `type` is `function`, `tool_use` or `function_call`;
-/// - every secret redacted as the log redacts it (`Redactor.standard`), each placeholder written
-///   `[redacted:<code>]` whatever rule found it: a secret of an answer the cassette keeps
+/// - every key pattern and secret-named member redacted, and each placeholder (one found now or
+///   one already in the request) written `[redacted:secret]`: a secret of an answer the cassette keeps
 ///   redacted comes back in the agent's next request as its placeholder, which must key as the
 ///   secret did when it was recorded (a key in a tool call's arguments is found by its member's
-///   name there, and by its pattern in the replayed answer).
+///   name there, and by its pattern in the replayed answer). The redaction is this machine's
+///   in nothing: no environment's values, no redaction key, so the key is the same wherever the
+///   cassette is replayed.
 ///
 /// Headers are never part of the key: the key is the same with any API key, or none.
 enum RequestKey {
@@ -36,17 +38,24 @@ enum RequestKey {
         return redacted(renumber(.object(object), ids: &ids))
     }
 
-    /// `value` with its secrets redacted and every placeholder `[redacted:<code>]`.
+    /// The redaction of keys: the patterns and member names alone, with the fixed placeholder key.
+    private static let redactor = Redactor(childEnvironments: [], environment: [:])
+
+    /// `value` with its secrets redacted and every placeholder `placeholder`.
     private static func redacted(_ value: JSONValue) -> JSONValue {
         let text = JSONWriter.encodeString(value)
-        var result = Redactor.standard.redactEncoded(text)
+        var result = redactor.redactEncoded(text)
         guard result.contains("[redacted:") else { return value }
-        result = withoutRules(result)
+        result = withoutCodes(result)
         return (try? JSONParser.parse(Array(result.utf8))) ?? value
     }
 
-    /// Each `[redacted:<rule>:<8 hex digits>]` written `[redacted:<8 hex digits>]`.
-    static func withoutRules(_ text: String) -> String {
+    /// What every placeholder is written as: of no rule and no code, and begun as a placeholder
+    /// is (`[redacted:`), so that no redactor takes it for a secret in its turn.
+    static let placeholder = "[redacted:secret]"
+
+    /// Each placeholder, `[redacted:<rule>:<8 hex digits>]`, written `placeholder`.
+    static func withoutCodes(_ text: String) -> String {
         var output = ""
         var rest = Substring(text)
         while let open = rest.range(of: "[redacted:") {
@@ -56,7 +65,7 @@ enum RequestKey {
             let body = inside[..<close]
             let code = body.split(separator: ":").last ?? ""
             if body.contains(":"), code.count == 8, code.allSatisfy(\.isHexDigit) {
-                output += "[redacted:\(code)]"
+                output += placeholder
             } else {
                 output += rest[open.lowerBound...close]
             }
