@@ -530,9 +530,11 @@ class TestTwo:
     old.stdout.fnmatch_lines(["*AgentEvalError*cassettes/test_first/test_refunds now*mv *cassettes/test_refunds *"])
 
 
-def test_sigterm_to_pytest_stops_the_run_and_its_agent(pytester):
-    """A CI job cancelled signals pytest alone: the plugin passes the SIGTERM on to `agent-eval
-    run`, which stops the agent it started, and waits for it; neither is left running."""
+@pytest.mark.parametrize("whole_group", [False, True])
+def test_sigterm_to_pytest_stops_the_run_and_its_agent(pytester, whole_group):
+    """A CI job cancelled signals pytest alone, or its whole process group: the plugin passes the
+    SIGTERM on to `agent-eval run` (in a session of its own) once, which stops the agent it
+    started, and waits for it; neither is left running."""
     import signal
     import time
 
@@ -541,7 +543,7 @@ def test_sigterm_to_pytest_stops_the_run_and_its_agent(pytester):
     pytester.makefile(".yaml", slow="caseId: slow\ncommand: [%s, slow.py]\ninput: hi\ntimeout: 120\n"
                       "expected: {toolsNotCalled: [delete_customer]}\n" % sys.executable)
     pytest_run = subprocess.Popen([sys.executable, "-m", "pytest", "slow.yaml"] + PLUGIN, cwd=str(pytester.path),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 60
     while not pidfile.exists() or not pidfile.read_text():
         assert time.monotonic() < deadline, "the agent never started"
@@ -549,7 +551,10 @@ def test_sigterm_to_pytest_stops_the_run_and_its_agent(pytester):
         time.sleep(0.1)
     agent = int(pidfile.read_text())
     try:
-        pytest_run.send_signal(signal.SIGTERM)
+        if whole_group:
+            os.killpg(pytest_run.pid, signal.SIGTERM)
+        else:
+            pytest_run.send_signal(signal.SIGTERM)
         assert pytest_run.wait(timeout=45) == -signal.SIGTERM
         deadline = time.monotonic() + 15
         while True:
