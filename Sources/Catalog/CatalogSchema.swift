@@ -17,7 +17,7 @@ enum CatalogSchema {
     /// records none: one pass counted five times released a quarantine.
     static let version15 = """
         ALTER TABLE suite_runs ADD COLUMN inputs_digest TEXT;
-        CREATE INDEX suite_runs_by_inputs ON suite_runs (inputs_digest) WHERE inputs_digest IS NOT NULL;
+        CREATE UNIQUE INDEX suite_runs_by_inputs ON suite_runs (inputs_digest) WHERE inputs_digest IS NOT NULL;
         """
 
     /// Version 14: the set of tools each run executed, kept once per distinct set. `tool_sets`

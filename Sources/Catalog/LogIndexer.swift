@@ -32,6 +32,9 @@ public struct IndexedLog: Sendable, Hashable {
         case vanished
     }
 
+    /// The problem of a log whose file is gone.
+    public static let gone = "the file is gone"
+
     public var path: String
     public var change: Change
     public var status: LogStatus
@@ -118,7 +121,7 @@ extension Catalog {
         guard let stamp = FileStamp(path: path) else {
             // Gone, or something is there that is no log file (a folder, a pipe, a link to
             // nothing): said, so that "vanished" is not all a path never indexed gets.
-            let problem = FileProblem.notARegularFile(path) ?? "the file is gone"
+            let problem = FileProblem.notARegularFile(path) ?? IndexedLog.gone
             if let known, known.status != .vanished {
                 try db.execute("UPDATE logs SET status = 'vanished', problem = ?, resume = NULL WHERE log_id = ?", [problem, known.id])
             }

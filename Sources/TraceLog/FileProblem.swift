@@ -33,7 +33,11 @@ public enum FileProblem {
         guard lstat(path, &link) == 0 else { return nil }
         var info = stat()
         guard stat(path, &info) == 0 else {
-            return errno == ELOOP ? "it is a symbolic link that leads round in a loop" : "it is a symbolic link to nothing"
+            switch errno {
+            case ELOOP: return "it is a symbolic link that leads round in a loop"
+            case ENOENT, ENOTDIR: return "it is a symbolic link to nothing"
+            default: return "it cannot be looked at (\(String(cString: strerror(errno))))"
+            }
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG: return nil

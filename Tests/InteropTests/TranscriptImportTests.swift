@@ -421,5 +421,11 @@ struct TranscriptImportTests {
             // The good episode beside the bad one is still imported.
             #expect(outcome.importedCount == (item.name == "results.json" ? 1 : 0), "\(item.name)")
         }
+        // Episodes that name the agent's role beside their messages are episodes, not messages.
+        let episodes = try write(
+            #"[{"role": "support-agent", "id": "e1", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]}, {"id": "e2", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "y"}]}]"#,
+            to: directory, "episodes.json")
+        let both = try await importRuns([episodes], format: .messages).outcome
+        #expect(both.importedCount == 2, "\(both.runs.compactMap(\.error?.message)) \(both.failedInputs.map(\.message))")
     }
 }

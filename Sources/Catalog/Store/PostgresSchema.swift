@@ -16,7 +16,7 @@ enum PostgresSchema {
     /// Version 15: what a merged suite run was made of (`CatalogSchema.version15`).
     static let version15 = """
         ALTER TABLE suite_runs ADD COLUMN inputs_digest TEXT COLLATE "C";
-        CREATE INDEX suite_runs_by_inputs ON suite_runs (inputs_digest) WHERE inputs_digest IS NOT NULL;
+        CREATE UNIQUE INDEX suite_runs_by_inputs ON suite_runs (inputs_digest) WHERE inputs_digest IS NOT NULL;
         """
 
     /// Version 14: the set of tools each run executed (`CatalogSchema.version14`).

@@ -208,9 +208,11 @@ enum EpisodeFinder {
             model: object["model"]?.stringValue, metadata: rest.isEmpty ? nil : .object(rest), place: place)
     }
 
-    /// A chat message: an object with a string `role`.
+    /// A chat message: an object with a string `role` and no list of messages of its own (an
+    /// episode may name the agent's role beside its messages).
     static func isMessage(_ value: JSONValue) -> Bool {
-        value["role"]?.stringValue != nil
+        guard value["role"]?.stringValue != nil, let object = value.objectValue else { return false }
+        return !messageKeys.contains { object[$0]?.arrayValue != nil }
     }
 
     static func scalarText(_ value: JSONValue) -> String? {

@@ -80,7 +80,7 @@ struct IndexCommand: ParsableCommand, ReadsLogs {
                         "\(log.change.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(log.status.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(displayPath(log.path))"
                     if log.eventsRead > 0 { line += " (\(log.eventsRead) event\(log.eventsRead == 1 ? "" : "s") read)" }
                     say(line)
-                    if let problem = log.problem, log.status == .damaged || (log.status == .vanished && problem != "the file is gone") {
+                    if let problem = log.problem, log.status == .damaged || (log.status == .vanished && problem != IndexedLog.gone) {
                         say("          problem: \(problem)")
                     }
                     if log.problemCode == "log.event_too_large" {
