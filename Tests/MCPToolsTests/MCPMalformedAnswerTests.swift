@@ -19,6 +19,27 @@ struct MCPMalformedAnswerTests {
         ] + (http ? ["--http"] : [])
     }
 
+    /// One call of `echo` on the server in `mode`, started for it (on 127.0.0.1 with `http`).
+    static func callEcho(mode: String, http: Bool) async throws -> ToolOutcome {
+        let command = try await script(mode, http: http)
+        var server: LocalScriptServer?
+        let settings: ToolServerSettings
+        if http {
+            let started = try LocalScriptServer(command)
+            server = started
+            settings = ToolServerSettings(
+                name: "odd", command: [], directory: FileManager.default.currentDirectoryPath, callTimeoutMs: 30_000,
+                url: "http://127.0.0.1:\(started.port)/mcp")
+        } else {
+            settings = MCPServerTests.settings("odd", command)
+        }
+        defer { server?.stop() }
+        let connection = try await MCPServers().connect(settings)
+        let outcome = try await connection.call("echo", ["text": "hi"])
+        await connection.close()
+        return outcome
+    }
+
     @Test(
         "a result with neither content nor structuredContent, isError that is not a boolean, no resultType in the 2026-07-28 era, an answer for another id or on HTTP 500, structuredContent missing or not of the tool's outputSchema: each is an error, never ok"
     )
@@ -34,22 +55,7 @@ struct MCPMalformedAnswerTests {
             ("task-bogus", false, "gave its task t-1 the status \"bogus\", which is not one of working"),
         ]
         for item in cases {
-            let command = try await Self.script(item.mode, http: item.http)
-            var server: LocalScriptServer?
-            let settings: ToolServerSettings
-            if item.http {
-                let started = try LocalScriptServer(command)
-                server = started
-                settings = ToolServerSettings(
-                    name: "odd", command: [], directory: FileManager.default.currentDirectoryPath, callTimeoutMs: 30_000,
-                    url: "http://127.0.0.1:\(started.port)/mcp")
-            } else {
-                settings = MCPServerTests.settings("odd", command)
-            }
-            defer { server?.stop() }
-            let connection = try await MCPServers().connect(settings)
-            let outcome = try await connection.call("echo", ["text": "hi"])
-            await connection.close()
+            let outcome = try await Self.callEcho(mode: item.mode, http: item.http)
             #expect(outcome.status == .error, "\(item.mode): \(outcome)")
             #expect(outcome.error?.contains(item.says) == true, "\(item.mode): \(String(describing: outcome.error))")
         }
@@ -122,22 +128,7 @@ struct MCPMalformedAnswerTests {
     )
     func wellFormedEnoughAnswers() async throws {
         for (mode, http) in [("probe-400", true), ("nulls", false), ("task-plain", false)] {
-            let command = try await Self.script(mode, http: http)
-            var server: LocalScriptServer?
-            let settings: ToolServerSettings
-            if http {
-                let started = try LocalScriptServer(command)
-                server = started
-                settings = ToolServerSettings(
-                    name: "odd", command: [], directory: FileManager.default.currentDirectoryPath, callTimeoutMs: 30_000,
-                    url: "http://127.0.0.1:\(started.port)/mcp")
-            } else {
-                settings = MCPServerTests.settings("odd", command)
-            }
-            defer { server?.stop() }
-            let connection = try await MCPServers().connect(settings)
-            let outcome = try await connection.call("echo", ["text": "hi"])
-            await connection.close()
+            let outcome = try await Self.callEcho(mode: mode, http: http)
             #expect(outcome.status == .ok, "\(mode): \(outcome)")
         }
     }
