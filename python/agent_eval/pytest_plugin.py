@@ -119,10 +119,10 @@ def agent_eval_record(request, tmp_path):
 def run_forwarding_signals(command, **options):
     """`subprocess.run(command, **options)` with the command in a session of its own, and a
     SIGTERM or SIGINT this process gets (a CI job cancelled, a container stopped, Ctrl-C) passed
-    on to it once: `agent-eval run` then stops its agents and records the stop, where it was once
-    left running with them — or, for a signal sent to the whole group, stopped at once by the
-    second copy. Its output goes on being read meanwhile; it is killed if it has not ended 30 s
-    after the signal. Then this process ends as the signal ends it (KeyboardInterrupt for
+    on to it once: `agent-eval run` then stops its agents and records the stop. (Once it was left
+    running with them; and, in pytest's process group, a signal sent to the whole group reached it
+    twice, and a second signal stops it at once.) Its output goes on being read meanwhile; it is
+    killed if it has not ended 30 s after the signal. Then this process ends as the signal ends it (KeyboardInterrupt for
     SIGINT, as pytest expects)."""
     if threading.current_thread() is not threading.main_thread():
         return subprocess.run(command, check=False, **options)
