@@ -12,15 +12,18 @@ import TraceLog
 @Suite("Pipelines killed and resumed", .ownThread)
 struct PipelineCrashTests {
     /// Six leaf tasks, two joins, an agent task (read-only tools) and a final join; two at a time.
+    /// Each command takes a few tenths of a second: the kill points (the log watched every few
+    /// milliseconds, then up to 40 ms more) must land inside the run on a busy machine too, where
+    /// tasks of 30–50 ms once let the run end before five of eight kills (CI of stop 100's clone).
     static func pipelineFile(in directory: TemporaryDirectory) throws -> String {
         let agent = ExampleRuns.fixtures.appendingPathComponent("pipelines/triage-recovery/triage.agent.yaml").path
         var text = "pipeline: crashy\njobs: 2\ninput: {tickets: [{id: T-1, text: charged twice}, {id: T-2, text: app crashes}]}\n"
         text += "outputs: [final]\ntasks:\n"
         for index in 0..<6 {
-            text += "  - {id: leaf\(index), command: [sh, -c, 'cat >/dev/null; sleep 0.05; echo \"{\\\"leaf\\\": \(index)}\"']}\n"
+            text += "  - {id: leaf\(index), command: [sh, -c, 'cat >/dev/null; sleep 0.3; echo \"{\\\"leaf\\\": \(index)}\"']}\n"
         }
-        text += "  - {id: left, command: [sh, -c, 'sleep 0.03; cat'], inputs: {a: leaf0, b: leaf1, c: leaf2}}\n"
-        text += "  - {id: right, command: [sh, -c, 'sleep 0.03; cat'], inputs: {a: leaf3, b: leaf4, c: leaf5}}\n"
+        text += "  - {id: left, command: [sh, -c, 'sleep 0.2; cat'], inputs: {a: leaf0, b: leaf1, c: leaf2}}\n"
+        text += "  - {id: right, command: [sh, -c, 'sleep 0.2; cat'], inputs: {a: leaf3, b: leaf4, c: leaf5}}\n"
         text += "  - id: classify\n    agent: \(agent)\n    goal: 'Classify: {{tickets}}'\n    inputs: {tickets: $input.tickets}\n"
         text += "  - {id: final, command: [cat], inputs: {left: left, right: right, classes: classify}}\n"
         let path = directory.path("crashy.yaml")
