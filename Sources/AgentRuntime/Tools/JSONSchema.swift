@@ -173,10 +173,8 @@ public final class JSONSchema: Sendable {
             }
         }
         // Keywords that let an object have members `properties` does not name: left unchecked, they
-        // must not leave `additionalProperties: false` refusing the members they allow.
-        if unknownKeywords == .ignore, case .forbidden = additional,
-            object.contains(where: { Self.keywordsAllowingMoreMembers.contains($0.key) })
-        {
+        // must not leave `additionalProperties` (false, or a schema) judging the members they allow.
+        if unknownKeywords == .ignore, object.contains(where: { Self.keywordsAllowingMoreMembers.contains($0.key) }) {
             additional = .allowed
         }
         for name in required where unknownKeywords == .reject && !properties.isEmpty && !properties.contains(where: { $0.0 == name }) {

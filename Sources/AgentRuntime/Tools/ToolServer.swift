@@ -211,16 +211,16 @@ public struct ServedTool: Sendable, Hashable {
     /// `.ignore`) are not checked; a schema it cannot read at all checks nothing.
     public static func checked(_ outcome: ToolOutcome, against schema: JSONSchema?) -> ToolOutcome {
         guard let schema, outcome.status == .ok, let output = outcome.output else { return outcome }
-        guard let structured = output["structuredContent"] else {
-            var failed = outcome
-            failed.status = .error
-            failed.error = "the tool declares an outputSchema, and its result has no structuredContent"
-            return failed
-        }
-        guard let problem = schema.violation(of: structured, root: "structuredContent") else { return outcome }
+        let problem =
+            output["structuredContent"].map { structured in
+                schema.violation(of: structured, root: "structuredContent").map {
+                    "the result does not follow the tool's outputSchema: \($0)"
+                }
+            } ?? "the tool declares an outputSchema, and its result has no structuredContent"
+        guard let problem else { return outcome }
         var failed = outcome
         failed.status = .error
-        failed.error = "the result does not follow the tool's outputSchema: \(problem)"
+        failed.error = problem
         return failed
     }
 

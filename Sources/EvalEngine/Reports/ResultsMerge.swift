@@ -21,6 +21,10 @@ public struct ResultsMerge: Sendable {
     public let report: JSONValue
     /// The inputs, in the order given.
     public let inputs: [String]
+    /// `sha256:` of what was merged, whatever the files' order or white space: each report's
+    /// canonical JSON hashed, the hashes sorted, joined by newlines and hashed (a merged suite
+    /// run's identity in the catalog).
+    public let inputsDigest: String
     /// The merged suite's counts.
     public let counts: ReportCounts
     /// What fails the merged suite (its verdict and exit status).
@@ -68,6 +72,8 @@ public struct ResultsMerge: Sendable {
         let failOn = failOn ?? decided.first ?? .any
         self.failOn = failOn
         inputs = documents.map(\.path)
+        inputsDigest = ContentHash.sha256(
+            Array(documents.map { ContentHash.sha256(JSONWriter.encode($0.report)) }.sorted().joined(separator: "\n").utf8))
         guard !documents.isEmpty else {
             throw EvalError(.badReport, "no reports to merge", hint: "give the JSON reports of every shard, e.g. shard-*.json")
         }

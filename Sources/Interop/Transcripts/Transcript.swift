@@ -121,11 +121,10 @@ enum EpisodeFinder {
             return episodes
         }
         if let object = value.objectValue {
-            if messagesKeyIn(object, preferred: messagesKey) != nil {
+            // An episode — or one whose message list has an item that is no message, which
+            // `episode` names.
+            if messagesKeyIn(object, preferred: messagesKey) != nil || oddMessage(in: object, preferred: messagesKey) != nil {
                 return [.success(try episode(value, place: place.isEmpty ? "the file" : place, file: file, messagesKey: messagesKey))]
-            }
-            if let odd = oddMessage(in: object, preferred: messagesKey) {
-                throw notAMessage(odd.value, at: "\(place.isEmpty ? "" : place + ".")\(odd.key)[\(odd.index)]", file: file)
             }
             // A wrapper: the one member that is a list of episodes.
             let lists = object.filter { member in

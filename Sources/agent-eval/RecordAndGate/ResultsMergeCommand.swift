@@ -134,15 +134,8 @@ struct ResultsMergeCommand: AsyncParsableCommand, ReadsLogs {
             let catalog = try await self.catalog.open()
             var info = await SuiteRunInfo.current(commandLine: CommandLine.arguments)
             info.origin = "merge"
-            // What was merged, whatever the files' order or white space: the same reports are
-            // one suite run, however often they are merged into the catalog.
-            do {
-                let digests = try reports.map { path throws(EvalError) in ContentHash.sha256(JSONWriter.encode(try ResultsMerge.read(path)))
-                }
-                info.inputsDigest = ContentHash.sha256(Array(digests.sorted().joined(separator: "\n").utf8))
-            } catch {
-                throw diagnose(error)
-            }
+            // The same reports are one suite run, however often they are merged into the catalog.
+            info.inputsDigest = merge.inputsDigest
             do {
                 let (report, recorded) = (merge.report, info)
                 let (id, isNew) = try await catalog.work { catalog throws(CatalogError) in
