@@ -69,6 +69,44 @@ def named_bin(path, where):
     raise AgentEvalNotFound("%s is %s, which is not an executable file; point it at the agent-eval binary" % (where, path))
 
 
+# The documents of the binary this package reads, each with the version of its form it reads:
+# another version comes from a binary of another release, whose fields may mean other things.
+DOCUMENT_VERSIONS = {"agent-eval/results": 1, "agent-eval/check": 1}
+
+
+def document_problem(document, schema, binary):
+    """None when `document` (parsed JSON the binary wrote) is `schema` in the version this package
+    reads; else what differs and what to do. `agent-eval check --json` names no schema: its
+    document is known by its `files` list."""
+    if not isinstance(document, dict):
+        return "%s wrote %s, not a JSON object" % (binary, type(document).__name__)
+    named = document.get("schema", schema if schema == "agent-eval/check" else None)
+    version = document.get("version")
+    if named == schema and version == DOCUMENT_VERSIONS[schema]:
+        return None
+    if named == schema:
+        said = "%s wrote version %r of %s where this Python package (agent-eval %s) reads version %d" % (
+            binary, version, schema, package_version(), DOCUMENT_VERSIONS[schema])
+    else:
+        said = "%s wrote a document of schema %r where this Python package (agent-eval %s) reads %s version %d" % (
+            binary, named, package_version(), schema, DOCUMENT_VERSIONS[schema])
+    return (said + ": the binary and the package come from different releases; install the two together (the wheel "
+            "carries its binary; docs/python.md), or point AGENT_EVAL_BIN (--agent-eval-bin, binary=) at the binary "
+            "of this package's release")
+
+
+def package_version():
+    """This package's version as installed (the wheel's is its binary's), or "from source"."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:
+        return "from source"
+    try:
+        return version("agent-eval")
+    except PackageNotFoundError:
+        return "from source"
+
+
 def run(arguments, **options):
     """Runs `agent-eval ARGUMENTS` and returns the `subprocess.CompletedProcess` (text output
     captured unless `capture_output=False` is given). The exit status is the binary's: 0 passed,

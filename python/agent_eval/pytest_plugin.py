@@ -35,7 +35,7 @@ import warnings
 
 import pytest
 
-from agent_eval import AgentEvalNotFound, find_bin, named_bin
+from agent_eval import AgentEvalNotFound, document_problem, find_bin, named_bin
 
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 # A `caseId` or `expected` key anywhere in the text (block or flow style, at any indentation, quoted
@@ -329,6 +329,9 @@ class Suite:
             said = error.get("message") if isinstance(error, dict) else None
             return [], ["agent-eval check did not check the file (exit %d): %s" % (
                 process.returncode, said or process.stderr.strip() or process.stdout.strip())]
+        problem = document_problem(report, "agent-eval/check", self.binary())
+        if problem:
+            return [], [problem]
         problems, cases, own = [], [], None
         for entry in report["files"]:
             for problem in entry.get("problems", []):
@@ -407,6 +410,9 @@ class Suite:
                 report = json.load(report_file)
         except (OSError, ValueError):
             return {}, "agent-eval run wrote no report (exit %d):\n%s" % (process.returncode, process.stderr.strip())
+        problem = document_problem(report, "agent-eval/results", self.binary())
+        if problem:
+            return {}, problem
         verdict = report.get("verdict") or {}
         # The report is written first; a later output (the JUnit file, the baseline) that could not
         # be written, or an interruption, ends the run with another status than the verdict's: no

@@ -20,6 +20,8 @@ import shlex
 import subprocess
 import tempfile
 
+from agent_eval import document_problem
+
 __all__ = ["AgentEvalError", "ExpectationFailed", "Run", "Runs", "record"]
 
 
@@ -88,6 +90,9 @@ def _expect(logs, expectations, extra, binary, cwd, subject):
                     said.replace(path, "expect.json"),
                     "\n".join("%4d  %s" % (number, line) for number, line in enumerate(text.splitlines(), 1)))
             raise AgentEvalError("agent-eval could not check %s (exit %d):\n%s" % (subject, process.returncode, said))
+    problem = document_problem(report, "agent-eval/results", _binary(binary))
+    if problem:
+        raise AgentEvalError("agent-eval could not check %s: %s" % (subject, problem))
     entries = report.get("cases") if isinstance(report, dict) else None
     if not entries or not isinstance(entries[0], dict):
         raise AgentEvalError("agent-eval's report holds no result for %s (exit %d):\n%s" % (

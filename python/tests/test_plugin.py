@@ -427,6 +427,48 @@ def test_a_run_that_exits_otherwise_than_its_verdict_passes_no_case(pytester):
     result.stdout.fnmatch_lines(["*agent-eval run wrote no report (exit 2)*", "*cannot write taken/out.xml*"])
 
 
+def test_a_binary_of_another_release_gives_no_verdict_and_says_so(pytester, monkeypatch):
+    """A binary whose results report (or `check --json`) is another version of its form than the
+    plugin reads — an older or newer agent-eval on PATH — must not have its fields read as this
+    version's: a case that passes with the matching binary is an error naming both versions."""
+    other = pytester.path / "other-agent-eval"
+    other.write_text(
+        "#!%s\nimport json, os, subprocess, sys\n"
+        "process = subprocess.run([%r] + sys.argv[1:], capture_output=True, text=True)\n"
+        "form = os.environ['BUMPED']\n"
+        "if sys.argv[1:2] == ['check'] and form == 'check':\n"
+        "    report = json.loads(process.stdout)\n"
+        "    report['version'] = 2\n"
+        "    process.stdout = json.dumps(report)\n"
+        "if sys.argv[1:2] == ['run'] and form == 'results':\n"
+        "    path = sys.argv[sys.argv.index('--json-out') + 1]\n"
+        "    report = json.load(open(path))\n"
+        "    report['version'] = 2\n"
+        "    json.dump(report, open(path, 'w'))\n"
+        "sys.stdout.write(process.stdout)\n"
+        "sys.stderr.write(process.stderr)\nsys.exit(process.returncode)\n" % (sys.executable, os.environ["AGENT_EVAL_BIN"]))
+    other.chmod(0o755)
+    pytester.makefile(".yaml", one=case("one", "  toolsCalled: [lookup_order]"))
+    monkeypatch.setenv("BUMPED", "none")
+    pytester.runpytest(*PLUGIN, "--agent-eval-bin", str(other)).assert_outcomes(passed=1)
+    monkeypatch.setenv("BUMPED", "results")
+    result = pytester.runpytest(*PLUGIN, "--agent-eval-bin", str(other))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*wrote version 2 of agent-eval/results where this Python package*reads version 1*"])
+    monkeypatch.setenv("BUMPED", "check")
+    result = pytester.runpytest(*PLUGIN, "--agent-eval-bin", str(other))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*wrote version 2 of agent-eval/check where*"])
+    # record()'s expect() reads the same report: an AgentEvalError, not a verdict.
+    from agent_eval.recording import AgentEvalError, Run
+
+    monkeypatch.setenv("BUMPED", "results")
+    with pytest.raises(AgentEvalError, match="wrote version 2 of agent-eval/results"):
+        Run(SAMPLE, {}, binary=str(other)).expect(toolsCalled=["lookup_order"])
+    monkeypatch.setenv("BUMPED", "none")
+    assert Run(SAMPLE, {}, binary=str(other)).expect(toolsCalled=["lookup_order"])["outcome"] == "pass"
+
+
 def test_record_says_what_went_wrong_as_an_agent_eval_error(tmp_path):
     """The binary's error document, a program's output that is not UTF-8, and a limit that stopped
     the command: each an AgentEvalError (or a Run) with the binary's words, never a traceback of
