@@ -36,6 +36,16 @@ public struct LogSigner: Sendable, Hashable {
         guard !FileManager.default.fileExists(atPath: path), !FileManager.default.fileExists(atPath: path + ".pub") else {
             throw LogError(.alreadyExists, "a key file exists at \(path) or \(path).pub", path: path, hint: "choose a new path")
         }
+        // The folder is made as `exec --log` makes a log's (`log keygen keys/ci` in a new project).
+        let folder = (path as NSString).deletingLastPathComponent
+        if !folder.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            } catch {
+                throw LogError(
+                    .writeFailed, "cannot make the folder \(folder) for the key files: \(FileProblem.reason(of: error))", path: path)
+            }
+        }
         let privateText = "agent-eval-ed25519-private \(Base64.encode(Array(key.rawRepresentation)))\n"
         let publicText = "agent-eval-ed25519-public \(Base64.encode(Array(key.publicKey.rawRepresentation)))\n"
         guard FileManager.default.createFile(atPath: path, contents: Data(privateText.utf8), attributes: [.posixPermissions: 0o600]),

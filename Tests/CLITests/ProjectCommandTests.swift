@@ -40,6 +40,21 @@ struct ProjectCommandTests {
             let check = try await agentEval(["check"], in: URL(fileURLWithPath: project))
             #expect(check.status == 0, "\(check.stderr)")
             #expect(check.stdoutText.hasSuffix("5 files checked: no problems\n"))
+            // What the team commits: the settings and the quarantine (CI's gate reads it), not the
+            // local catalog or runs; git itself says so of the .gitignore init wrote.
+            let quarantined = try await agentEval(
+                ["quarantine", "add", "order-status-live", "--owner", "ana@example.com", "--reason", "flaky upstream"],
+                in: URL(fileURLWithPath: project))
+            #expect(quarantined.status == 0, "\(quarantined.stderr)")
+            let git = try await Subprocess.run(
+                "/bin/sh",
+                [
+                    "-c",
+                    "git init -q . && touch .agent-eval/settings.yaml .agent-eval/catalog.sqlite && "
+                        + "git status --porcelain --untracked-files=all .agent-eval runs",
+                ], in: URL(fileURLWithPath: project))
+            #expect(git.status == 0, "\(git.stderr)")
+            #expect(git.stdoutText.split(separator: "\n").sorted() == ["?? .agent-eval/quarantine.yaml", "?? .agent-eval/settings.yaml"])
 
             // A second init into the same folder writes nothing and says why.
             let agentBefore = try Data(contentsOf: URL(fileURLWithPath: project + "/agent.yaml"))

@@ -29,6 +29,22 @@ struct SignedLogTests {
         }
     }
 
+    @Test("keygen makes the key's folder, keeps the private key its owner's, and overwrites no key")
+    func keygenFolder() async throws {
+        try await TemporaryDirectory.with { directory in
+            let keyPath = directory.path("keys/ci")
+            try LogSigner.generateKeyFiles(at: keyPath)
+            let mode = try FileManager.default.attributesOfItem(atPath: keyPath)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+            _ = try LogVerificationKey(keyFile: keyPath + ".pub")
+            #expect(throws: LogError.self) { try LogSigner.generateKeyFiles(at: keyPath) }
+            // A file where the folder would be: an error naming it, not a crash.
+            try "x".write(toFile: directory.path("file"), atomically: true, encoding: .utf8)
+            let error = #expect(throws: LogError.self) { try LogSigner.generateKeyFiles(at: directory.path("file/ci")) }
+            #expect(error?.message.contains("cannot make the folder") == true, "\(String(describing: error))")
+        }
+    }
+
     @Test("a signed log verifies with its key; without the key it is an ordinary log, and its digests still replay")
     func verifies() async throws {
         try await TemporaryDirectory.with { directory in
