@@ -519,6 +519,40 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("the largest numbers a file may hold are limits or errors at their line, never an arithmetic trap: check, exec and run")
+    func hugeNumbers() async throws {
+        try await TemporaryDirectory.with { directory in
+            let huge = "9223372036854776"  // times 1000 overflows Int
+            try "decisions: [{answer: hi, latency_ms: \(huge)}]\n".write(
+                toFile: directory.path("slow.yaml"), atomically: true, encoding: .utf8)
+            let checked = try await agentEval(["check", directory.path("slow.yaml")])
+            #expect(checked.status == 2, "\(checked.stdoutText)\(checked.stderr)")
+            #expect(checked.stderr.contains("slow.yaml:1:"), "\(checked.stderr)")
+            #expect(checked.stderr.contains("latency_ms must be between 0 and 86400000"), "\(checked.stderr)")
+
+            try "decisions: [{answer: hi}]\n".write(toFile: directory.path("s.yaml"), atomically: true, encoding: .utf8)
+            let agent = directory.path("agent.yaml")
+            try """
+            name: x
+            model: {script: s.yaml}
+            tools: []
+            limits: {timeout_ms: 9223372036854775807, token_budget: 9223372036854775807}
+            context: {token_budget: 9223372036854775807}
+
+            """.write(toFile: agent, atomically: true, encoding: .utf8)
+            let ran = try await agentEval(["exec", agent, "--input", "hi", "--log", directory.path("x.jsonl.gz"), "--no-catalog"])
+            #expect(ran.status == 0, "\(ran.stdoutText)\(ran.stderr)")
+            try """
+            caseId: long
+            logs: x.jsonl.gz
+            expected: {maxDurationMs: 9223372036854775807, stopReason: success}
+
+            """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let cases = try await agentEval(["run", directory.path("case.yaml"), "--no-catalog"])
+            #expect(cases.status == 0, "\(cases.stdoutText)\(cases.stderr)")
+        }
+    }
+
     @Test("usage errors exit 64 with a clear message")
     func usage() async throws {
         let agent = ExampleRuns.agentPath("support")

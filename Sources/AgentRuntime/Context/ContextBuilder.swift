@@ -129,7 +129,8 @@ public struct ContextBuilder: Sendable {
                 cache.toolSizes[spec.name] = size
                 return total + size
             }
-        let budgetBytes = settings.tokenBudget * 4
+        // Saturating: an agent file may give any budget up to Int.max ("no limit" in effect).
+        let budgetBytes = settings.tokenBudget.multipliedSaturating(by: 4)
 
         // Counts an item in if it fits the budget; lists it as omitted if not.
         func fits(size: Int, omission: @autoclosure () -> OmittedItem) -> Bool {

@@ -218,7 +218,7 @@ final class RunSession {
     func limitReachedBeforeStep() -> LimitKind? {
         let limits = state.start?.limits ?? agent.limits
         if let maxSteps = limits.maxSteps, recorder.step > maxSteps { return .maxSteps }
-        if let timeoutMs = limits.timeoutMs, activeUs() >= timeoutMs * 1000 { return .timeout }
+        if let timeoutMs = limits.timeoutMs, activeUs() >= timeoutMs.multipliedSaturating(by: 1000) { return .timeout }
         if let budget = limits.tokenBudget, state.usage.totalTokens >= budget { return .tokenBudget }
         return nil
     }

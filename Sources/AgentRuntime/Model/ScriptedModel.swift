@@ -296,7 +296,8 @@ extension ScriptedModel {
             try fields.finish()
         }
         reply.latencyUs = try entry.optional("latency_ms").map { node throws(ConfigError) in
-            try node.int("latency_ms", in: 0...Int.max) * 1000
+            // At most a day, as a tool's timeout: the microseconds a log records stay a measure.
+            try node.int("latency_ms", in: 0...86_400_000) * 1000
         }
         reply.costUSD = try entry.optional("cost_usd")?.double("cost_usd")
         try entry.finish()

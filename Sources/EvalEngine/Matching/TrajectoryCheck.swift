@@ -343,7 +343,7 @@ public enum TrajectoryCheck {
     }
 
     static func maxDurationMs(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
-        if let limit = expected.maxDurationMs, run.state.elapsedUs > limit * 1000 {
+        if let limit = expected.maxDurationMs, run.state.elapsedUs > limit.multipliedSaturating(by: 1000) {
             out.failures.append(
                 ExpectationFailure(
                     expectation: "maxDurationMs", expected: "at most \(limit) ms", actual: "\(run.state.elapsedUs / 1000) ms",
