@@ -311,6 +311,67 @@ public struct Redactor: Sendable, Hashable {
         return !(scalars[scalars.index(before: cursor)] == "\\" && "ntrbf".unicodeScalars.contains(previous))
     }
 
+    /// A stored content's bytes with every secret replaced as the writer replaces them in a line
+    /// (values, member names, key patterns): each stretch of valid UTF-8 is redacted as text, and
+    /// any other byte is kept as it is; nil when nothing was found. The writer redacts content
+    /// this way before the content is hashed and encoded: bytes that are not UTF-8 are written as
+    /// base64, which hid every secret in them from the line's redaction, and a hash of the bytes
+    /// before redaction let anyone confirm a guess of the secret they held.
+    public func redactContent(_ bytes: [UInt8]) -> [UInt8]? {
+        guard mayRedact(bytes) else { return nil }
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        var isChanged = false
+        var index = 0
+        while index < bytes.count {
+            let end = Self.validUTF8End(bytes, from: index)
+            guard end > index else {
+                result.append(bytes[index])
+                index += 1
+                continue
+            }
+            let text = String(decoding: bytes[index..<end], as: UTF8.self)
+            if let redacted = redact(text) {
+                result.append(contentsOf: redacted.utf8)
+                isChanged = true
+            } else {
+                result.append(contentsOf: bytes[index..<end])
+            }
+            index = end
+        }
+        return isChanged ? result : nil
+    }
+
+    /// Where the stretch of valid UTF-8 that starts at `start` ends (`start` when the byte there
+    /// begins no valid sequence): RFC 3629's table, no overlong forms, no surrogates.
+    static func validUTF8End(_ bytes: [UInt8], from start: Int) -> Int {
+        var index = start
+        while index < bytes.count {
+            let lead = bytes[index]
+            if lead < 0x80 {
+                index += 1
+                continue
+            }
+            let length: Int
+            let second: ClosedRange<UInt8>
+            switch lead {
+            case 0xC2...0xDF: (length, second) = (2, 0x80...0xBF)
+            case 0xE0: (length, second) = (3, 0xA0...0xBF)
+            case 0xED: (length, second) = (3, 0x80...0x9F)
+            case 0xE1...0xEF: (length, second) = (3, 0x80...0xBF)
+            case 0xF0: (length, second) = (4, 0x90...0xBF)
+            case 0xF1...0xF3: (length, second) = (4, 0x80...0xBF)
+            case 0xF4: (length, second) = (4, 0x80...0x8F)
+            default: return index
+            }
+            guard index + length <= bytes.count, second.contains(bytes[index + 1]),
+                (2..<length).allSatisfy({ (0x80...0xBF).contains(bytes[index + $0]) })
+            else { return index }
+            index += length
+        }
+        return index
+    }
+
     /// Encoded JSON (an event's line, a file beside the log) with every secret replaced, as the
     /// log writer replaces them.
     public func redactEncoded(_ text: String) -> String { redact(text) ?? text }

@@ -499,6 +499,77 @@ struct ExecCommandTests {
         }
     }
 
+    @Test(
+        "a tool's output kept as stored content — bytes that are not UTF-8 (base64), or too large to keep inline — holds no secret, and is hashed as kept"
+    )
+    func storedContentRedacted() async throws {
+        try await TemporaryDirectory.with { directory in
+            let token = "Zq9xW2vB7nM4kL8pQ3rT-planted"
+            let apiKey = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX"
+            try """
+            name: stored
+            model: {script: stored.model.yaml}
+            instructions: You may use \(apiKey) for the shop.
+            tools:
+              - name: raw
+                description: prints bytes that are not UTF-8
+                side_effect: read
+                command: [sh, -c, 'printf "\\377 token=%s key=\(apiKey)\\n" "$SERVICE_TOKEN"']
+                inherit_env: [SERVICE_TOKEN]
+              - name: big
+                description: prints more than is kept inline
+                side_effect: read
+                command: [sh, -c, 'printf "{\\"token\\":\\"%s\\",\\"rows\\":[1,2,3,4,5,6,7,8,9]}" "$SERVICE_TOKEN"']
+                inherit_env: [SERVICE_TOKEN]
+            context: {inline_output_bytes: 16}
+            redact: {env: [SERVICE_TOKEN]}
+            """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try """
+            decisions:
+              - tool_calls: [{name: raw, arguments: {}}, {name: big, arguments: {}}]
+              - answer: done
+            """.write(toFile: directory.path("stored.model.yaml"), atomically: true, encoding: .utf8)
+            let log = directory.path("stored.jsonl.gz")
+            let ran = try await agentEval(
+                ["exec", directory.path("agent.yaml"), "--input", "go", "--log", log, "--no-catalog"], environment: ["SERVICE_TOKEN": token]
+            )
+            #expect(ran.status == 0, "\(ran.stdoutText)\(ran.stderr)")
+            let events = try LogReader(path: log).readAll().events.map(\.event)
+            var stored: [String: [UInt8]] = [:]
+            for case .contentStored(let content) in events.map(\.payload) {
+                let bytes = try #require(content.bytes)
+                stored[content.hash] = bytes
+                // Hashed as kept: the hash confirms no guess of a secret, and the content is intact.
+                #expect(ContentHash.sha256(bytes) == content.hash)
+                let text = String(decoding: bytes, as: UTF8.self)
+                #expect(!text.contains(token) && !text.contains(apiKey), "\(text)")
+            }
+            let raw = try #require(stored.values.first { $0.first == 0xFF }, "the raw output was stored")
+            #expect(String(decoding: raw, as: UTF8.self).contains("[redacted:env:SERVICE_TOKEN:"))
+            #expect(String(decoding: raw, as: UTF8.self).contains("[redacted:api-key:"))
+            // Every reference names a content the log holds: the tools' results and the prompt.
+            var references = 0
+            for event in events {
+                switch event.payload {
+                case .toolCompleted(let completed):
+                    let hash = try #require(completed.contentHash, "\(completed.tool) was stored")
+                    #expect(stored[hash] != nil, "\(completed.tool) names \(hash), which the log does not hold")
+                    references += 1
+                case .contextBuilt(let packet):
+                    if let hash = packet.promptHash {
+                        #expect(stored[hash] != nil || packet.delta != nil, "the prompt \(hash) is not held")
+                    }
+                default: break
+                }
+            }
+            #expect(references == 2)
+            let verified = try await agentEval(["log", "verify", log])
+            #expect(verified.status == 0, "\(verified.stdoutText)\(verified.stderr)")
+            let gunzipped = try await Subprocess.run(gzipPath, ["-dc", log])
+            #expect(!String(decoding: gunzipped.stdout, as: UTF8.self).contains(token))
+        }
+    }
+
     @Test("a bad agent file: exit 2, the message with file:line:column and a hint, nothing written")
     func badAgentFile() async throws {
         try await TemporaryDirectory.with { directory in

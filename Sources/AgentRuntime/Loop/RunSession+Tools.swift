@@ -132,12 +132,17 @@ extension RunSession {
                     durationUs: durationUs)))
     }
 
-    /// Stores content once per log; returns its hash.
+    /// Stores content once per log; returns the hash later events name it by: the writer's, which
+    /// differs from `content.hash` when it redacted the bytes before keeping them
+    /// (`Redactor.redactContent`). The bytes as given stay in `contents` under that hash, for the
+    /// model's context.
     func storeContent(_ content: ContentStored) throws -> String {
-        if contents[content.hash] == nil {
-            contents[content.hash] = content.bytes
-            try recorder.record(.contentStored(content))
-        }
-        return content.hash
+        if let written = storedContentHashes[content.hash] { return written }
+        let event = try recorder.record(.contentStored(content))
+        var written = content.hash
+        if case .contentStored(let kept) = event.payload { written = kept.hash }
+        storedContentHashes[content.hash] = written
+        contents[written] = content.bytes
+        return written
     }
 }

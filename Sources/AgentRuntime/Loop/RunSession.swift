@@ -11,6 +11,9 @@ final class RunSession {
     let parser: DecisionParser
     /// Stored content by hash, for outputs kept out of events.
     var contents: [String: [UInt8]]
+    /// The hash each content stored in this session was written under, by the hash of the bytes
+    /// given (`storeContent`).
+    var storedContentHashes: [String: String] = [:]
     /// Time spent in the run before this session (a resumed run keeps its clock).
     let priorActiveUs: Int
     let sessionStartUs: Int
@@ -181,8 +184,7 @@ final class RunSession {
         guard !agent.instructions.isEmpty else { return }
         let prompt = ContentStored(text: agent.instructions)
         guard contents[prompt.hash] == nil else { return }
-        contents[prompt.hash] = prompt.bytes
-        try recorder.record(.contentStored(prompt))
+        promptHash = try storeContent(prompt)
     }
 
     /// Records the run's stop. A conversation's answer is what the agent said last to the user,
