@@ -64,6 +64,8 @@ struct EvidenceMatrixTests {
         case inputTypo = "a pipeline input path the output it reads lacks"
         case validatorMissing = "a validation command's script that is not there"
         case childLogSwapped = "a task's child log replaced by another run's"
+        case approvalUnanswered = "a wait for approval no one answers"
+        case toolCannotStart = "a tool whose program cannot start"
     }
 
     struct Cell: Sendable, CustomTestStringConvertible {
@@ -87,6 +89,8 @@ struct EvidenceMatrixTests {
         Cell(kind: .agent, fault: .cassetteMissing, status: 2),
         Cell(kind: .agent, fault: .caseTypo, status: 2),
         Cell(kind: .agent, fault: .agentFileTypo, status: 2),
+        Cell(kind: .agent, fault: .approvalUnanswered, status: 1),
+        Cell(kind: .agent, fault: .toolCannotStart, status: 1),
         Cell(kind: .command, fault: .modelDown, status: 2),
         Cell(kind: .command, fault: .model500, status: 2),
         Cell(kind: .command, fault: .modelGarbage, status: 2),
@@ -230,12 +234,19 @@ struct EvidenceMatrixTests {
                 }
             let base = cell.fault == .modelDown || cell.fault == .cassetteMissing ? "http://127.0.0.1:9/v1" : server.baseURL(scenario)
             let timeout = cell.fault == .modelHung ? "\n  timeout_ms: 1500" : ""
-            let rule = cell.fault == .agentFileTypo ? "refund_ordr" : "refund_order"
-            try write(
-                Self.agentFile(
-                    baseURL: base, limits: "max_steps: 4" + timeout,
-                    policy: "policy:\n  default: allow\n  rules:\n    - id: refunds-need-a-person\n      when: {tool: \(rule)}\n"
-                        + "      verdict: approval_required"), "cases/agent.yaml")
+            // The wait: the run's first call (lookup_order) needs a person, and the case answers nothing.
+            let rule = cell.fault == .agentFileTypo ? "refund_ordr" : cell.fault == .approvalUnanswered ? "lookup_order" : "refund_order"
+            var agent = Self.agentFile(
+                baseURL: base, limits: "max_steps: 4" + timeout,
+                policy: "policy:\n  default: allow\n  rules:\n    - id: refunds-need-a-person\n      when: {tool: \(rule)}\n"
+                    + "      verdict: approval_required")
+            if cell.fault == .toolCannotStart {
+                // The run's first call fails to start its program, and a failed tool stops the run.
+                agent = agent.replacingOccurrences(
+                    of: "fixture: [{output: {order_id: A-1042, status: delivered}}]", with: "command: [python3, tools/lookup.py]")
+                agent += "\non_tool_failure: stop\n"
+            }
+            try write(agent, "cases/agent.yaml")
             let tool = cell.fault == .caseTypo ? "refund_ordr" : "refund_order"
             let cassette = cell.fault == .cassetteMissing ? "\ncassette: ../cassettes/none" : ""
             let policy = cell.fault == .policyFileTypo ? "\npolicy: typo.policy.yaml" : ""
@@ -249,6 +260,10 @@ struct EvidenceMatrixTests {
                 return Setup(arguments: run, says: ["the agent's model did not answer"])
             case .caseTypo, .agentFileTypo, .policyFileTypo:
                 return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
+            case .approvalUnanswered:
+                return Setup(arguments: run, says: ["cut short waiting for an approval no one gave", "unproven", "approval_required"])
+            case .toolCannotStart:
+                return Setup(arguments: run, says: ["cut short by a failed tool", "lookup.py", "unproven"])
             default: return Setup(arguments: run)
             }
         case .command:

@@ -124,22 +124,21 @@ struct Evidence {
                     actual: "\(what); the run stopped \(Self.stopText(state.stop)): nothing it did or did not do came from the agent",
                     step: state.step))
         }
-        // A limit, or the program's abnormal end (a crash, a signal, a failing exit status), cut
-        // the run short: a case that forbids what it could still have done has no evidence.
-        if let stop = state.stop, stop.reason == .budgetExhausted || stop.reason == .maxTurns || stop.isAbnormalCommandEnd,
-            expected.stopReason == nil, expected.limit == nil,
+        // A limit, a failed tool that stopped the run, a wait for an approval no one gave, or the
+        // program's abnormal end (a crash, a signal, a failing exit status) cut the run short: a
+        // case that forbids what it could still have done has no evidence.
+        if let stop = state.stop, let cut = cutShort(stop), expected.stopReason == nil, expected.limit == nil,
             forbidsWhatItCouldStillDo(expected, state: state)
         {
-            let cut =
-                stop.isAbnormalCommandEnd
-                ? "when its program ended abnormally"
-                : "by \(stop.limit?.rawValue ?? (stop.reason == .maxTurns ? "maxTurns" : "a limit"))"
             evidence.gaps.append(
                 ExpectationFailure(
                     expectation: expectationName,
-                    expected: "a run that ended on its own (the case expects no stopReason, so no limit)",
+                    expected: "a run that ended on its own (the case expects no stopReason, so no limit, failed tool or wait)",
                     actual: "the run was cut short \(cut) at step \(state.step)" + (stop.error.map { " (\($0))" } ?? "")
-                        + ": what it would have done after is unproven",
+                        + ": what it would have done after is unproven"
+                        + (stop.reason == .approvalRequired
+                            ? "; answer the wait (the case's approve: or deny:), or expect stopReason: approval_required"
+                            : stop.reason == .toolFailure ? "; expect stopReason: tool_failure if the stop is what the case checks" : ""),
                     step: state.step))
         }
         // A recorded log that is not signed cannot prove its end: a copy cut right after an
@@ -217,6 +216,19 @@ struct Evidence {
         return expected.toolsNotCalled.contains(where: available.contains) || !expected.notSequence.isEmpty
             || expected.toolsAllowed != nil
             || expected.turns.contains { $0.turn >= current && forbidsWhatItCouldStillDo($0.expected, state: state) }
+    }
+
+    /// How `stop` cut a run short, or nil when the run ended on its own (or the policy ended it:
+    /// a denial is the gate's verdict on what the agent tried, and the case may check it).
+    static func cutShort(_ stop: RunStopped) -> String? {
+        if stop.isAbnormalCommandEnd { return "when its program ended abnormally" }
+        switch stop.reason {
+        case .budgetExhausted: return "by \(stop.limit?.rawValue ?? "a limit")"
+        case .maxTurns: return "by \(stop.limit?.rawValue ?? "maxTurns")"
+        case .toolFailure: return "by a failed tool"
+        case .approvalRequired: return "waiting for an approval no one gave"
+        default: return nil
+        }
     }
 
     static func stopText(_ stop: RunStopped?) -> String {
