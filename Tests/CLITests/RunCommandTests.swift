@@ -198,4 +198,26 @@ struct RunCommandTests {
             }
         }
     }
+
+    @Test("a log named twice — the same path, patterns that overlap, a link to it — is one attempt: 1 of 2 passing is not 2 of 3")
+    func logNamedTwice() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("logs"), withIntermediateDirectories: true)
+            for name in ["support-refund", "research-budget"] {
+                try FileManager.default.copyItem(
+                    atPath: ExampleRuns.fixtures.appendingPathComponent("runs/\(name).jsonl.gz").path,
+                    toPath: directory.path("logs/\(name).jsonl.gz"))
+            }
+            try FileManager.default.createSymbolicLink(
+                atPath: directory.path("linked.jsonl.gz"), withDestinationPath: "logs/support-refund.jsonl.gz")
+            let logs =
+                "[logs/support-refund.jsonl.gz, ./logs/support-refund.jsonl.gz, logs/support-*.jsonl.gz, linked.jsonl.gz, logs/research-budget.jsonl.gz]"
+            try "caseId: twice\nlogs: \(logs)\nminPassRate: 0.6\nexpected:\n  stopReason: success\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(["run", "case.yaml", "--no-catalog", "--json"], in: directory.url)
+            #expect(result.status == 1, "\(result.stdoutText)\(result.stderr)")
+            let entry = try JSONParser.parse(Array(result.stdout))["cases"]?.arrayValue?.first
+            #expect(entry?["attempts"]?["passed"] == 1 && entry?["attempts"]?["failed"] == 1, "\(result.stdoutText)")
+        }
+    }
 }
