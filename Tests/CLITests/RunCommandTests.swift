@@ -199,6 +199,28 @@ struct RunCommandTests {
         }
     }
 
+    @Test("a linked folder inside a case folder is read like any other (its cases were skipped), and a link back up the tree ends there")
+    func linkedCaseFolder() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path
+            for folder in ["real", "root"] {
+                try FileManager.default.createDirectory(atPath: directory.path(folder), withIntermediateDirectories: true)
+            }
+            try "caseId: shared\nlogs: \(log)\nexpected:\n  toolsNotCalled: [refund_order]\n".write(
+                toFile: directory.path("real/shared.yaml"), atomically: true, encoding: .utf8)
+            try "caseId: own\nlogs: \(log)\nexpected:\n  stopReason: success\n".write(
+                toFile: directory.path("root/own.yaml"), atomically: true, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: directory.path("root/linked"), withDestinationPath: "../real")
+            try FileManager.default.createSymbolicLink(atPath: directory.path("root/loop"), withDestinationPath: "..")
+            let result = try await agentEval(["run", "root", "--no-catalog"], in: directory.url)
+            #expect(result.status == 1, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stdoutText.contains("✘ shared"), "\(result.stdoutText)")
+            #expect(result.stdoutText.contains("2 cases, 1 passed, 1 failed"), "\(result.stdoutText)")
+            let check = try await agentEval(["check", "root"], in: directory.url)
+            #expect(check.stdoutText.contains("root/linked/shared.yaml"), "\(check.stdoutText)")
+        }
+    }
+
     @Test("a log named twice — the same path, patterns that overlap, a link to it — is one attempt: 1 of 2 passing is not 2 of 3")
     func logNamedTwice() async throws {
         try await TemporaryDirectory.with { directory in

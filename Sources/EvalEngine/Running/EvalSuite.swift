@@ -68,24 +68,32 @@ public enum EvalSuite {
     static func configFiles(under directory: String) -> [String] {
         // A linked case directory is read where the link points; the paths reported keep the
         // name the user gave.
+        // So is a linked folder inside it (a folder of cases shared between projects): its cases
+        // were skipped without a word. Each folder is walked once, so a link back up the tree
+        // (a loop) ends there.
         let root = URL(fileURLWithPath: directory).resolvingSymlinksInPath().path
-        guard let enumerator = FileManager.default.enumerator(atPath: root) else { return [] }
+        var walked: Set<String> = [root]
         var files: [String] = []
-        while let relative = enumerator.nextObject() as? String {
-            let name = (relative as NSString).lastPathComponent
-            if name.hasPrefix(".") {
-                enumerator.skipDescendants()
-                continue
-            }
-            if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.hasSuffix(".json") {
-                // `run .` names files as the user would (`evals/a.yaml`), not `./evals/a.yaml`.
-                if directory == "." || directory == "./" {
-                    files.append(relative)
-                } else {
-                    files.append(directory.hasSuffix("/") ? directory + relative : directory + "/" + relative)
+        func walk(_ folder: String, _ relative: String) {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+            for name in names.sorted() where !name.hasPrefix(".") {
+                let path = folder + "/" + name
+                let named = relative.isEmpty ? name : relative + "/" + name
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                    let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+                    if walked.insert(resolved).inserted { walk(resolved, named) }
+                } else if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.hasSuffix(".json") {
+                    // `run .` names files as the user would (`evals/a.yaml`), not `./evals/a.yaml`.
+                    if directory == "." || directory == "./" {
+                        files.append(named)
+                    } else {
+                        files.append(directory.hasSuffix("/") ? directory + named : directory + "/" + named)
+                    }
                 }
             }
         }
+        walk(root, "")
         return files.sorted()
     }
 
