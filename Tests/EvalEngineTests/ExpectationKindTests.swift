@@ -87,6 +87,31 @@ struct ExpectationKindTests {
         }
     }
 
+    @Test("an expectation that checks nothing is an error at its line even beside others; toolsAllowed: [] checks something")
+    func emptyExpectations() throws {
+        func errors(_ line: String) throws -> [String] {
+            let node = try ConfigNode.parse("expected:\n  stopReason: success\n  \(line)\n", path: "case.yaml")
+            var errors = ConfigErrors([])
+            var fields = try node.mapping("case")
+            let expectedNode = try #require(fields.optional("expected") as ConfigNode?)
+            _ = EvalCaseFile.readExpectations(expectedNode, case: "x", directory: "/tmp", errors: &errors)
+            return errors.errors.map { "\($0.location.line ?? 0): \($0.message)" }
+        }
+        for (line, said) in [
+            ("toolsNotCalled: []", "toolsNotCalled is empty"), ("toolsCalled: []", "toolsCalled is empty"),
+            ("callCounts: {}", "callCounts is empty"), ("callCounts: {refund_order: {}}", "callCounts.refund_order is empty"),
+            ("verdicts: {denied: []}", "verdicts.denied is empty"), ("answer: {contains: []}", "answer.contains is empty"),
+            ("turns: {}", "turns is empty"), ("turns: {2: {}}", "turns.2 is empty"), ("arguments: {}", "arguments is empty"),
+            ("communicate: []", "communicate is empty"), ("answer: ''", "answer is empty"),
+            ("answer: {contains: ['']}", "answer.contains[0] is empty"), ("answer: {matches: ''}", "answer.matches is empty"),
+        ] {
+            let found = try errors(line)
+            #expect(found.count == 1 && found[0].hasPrefix("3: \(said)"), "\(line): \(found)")
+        }
+        #expect(try errors("toolsAllowed: []").isEmpty)
+        #expect(try errors("sequence: {mode: strict, calls: []}").isEmpty)
+    }
+
     @Test("failures come in the table's order, whatever order the file gives the keys in")
     func failuresFollowTheTable() throws {
         let node = try ConfigNode.parse(

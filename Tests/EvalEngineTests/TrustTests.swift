@@ -35,7 +35,7 @@ struct TrustTests {
     }
 
     @Test(
-        "a log cut after an earlier stop passes toolsNotCalled on what it shows, and the result says its end is unproven; a signed log's end is not"
+        "a log cut after an earlier stop (a wait for approval) fails toolsNotCalled, what followed the wait unproven, and the result says its end is unproven; a signed log's end is not"
     )
     func unprovenEnd() async throws {
         try await TemporaryDirectory.with { directory in
@@ -58,7 +58,12 @@ struct TrustTests {
                 "caseId: never-refunds\nlogs: cut.jsonl.gz\nexpected: {toolsNotCalled: [refund_order]}\n",
                 in: directory)
             let notes = result.runs.flatMap(\.notes).map(\.message)
-            #expect(result.passed, "\(result.runs.map(\.failures))")
+            // The run waits for an approval no one gave (in what the log shows): what it did once
+            // answered — the refund the cut dropped — is unproven, whatever the log shows.
+            let failures = result.runs.flatMap(\.failures)
+            #expect(!result.passed)
+            #expect(failures.map(\.expectation) == ["evidence"], "\(failures)")
+            #expect(failures.first?.actual.contains("waiting for an approval no one gave") == true, "\(failures)")
             #expect(notes.contains { $0.hasPrefix("the log's end is unproven") }, "\(notes)")
 
             // Signed, the same run ends in its final signature.

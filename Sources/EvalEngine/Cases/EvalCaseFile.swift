@@ -450,9 +450,35 @@ public enum EvalCaseFile {
         var expected = Expectations()
         for kind in ExpectationKind.all {
             guard let node = fields.optional(kind.key) else { continue }
+            if let empty = vacuousPart(of: node, key: kind.key) {
+                // Beside another expectation it passed without a word, checking nothing.
+                errors.errors.append(
+                    ConfigError(
+                        .invalidValue, "\(empty.name) is empty: it checks nothing, and every run passes it", at: empty.node.location,
+                        hint: "list what it should check, or remove it"))
+                continue
+            }
             errors.collect { () throws(ConfigError) in try kind.read(node, &expected, directory) }
         }
         return expected
+    }
+
+    /// The part of expectation `key`'s value that is an empty list or mapping, so checks nothing:
+    /// the value itself, or a member of it (`verdicts: {denied: []}`, `answer: {contains: []}`).
+    /// `toolsAllowed: []` says something (no tool may be called), and so does a `sequence` of no
+    /// calls in a mode that forbids others (its reader judges it); `arguments` and `state` hold
+    /// matchers and values below their first level, which are not judged here.
+    static func vacuousPart(of node: ConfigNode, key: String) -> (name: String, node: ConfigNode)? {
+        func isEmpty(_ node: ConfigNode) -> Bool {
+            switch node.content {
+            case .sequence(let items): items.isEmpty
+            case .mapping(let pairs): pairs.isEmpty
+            case .scalar: false
+            }
+        }
+        if isEmpty(node) { return key == "toolsAllowed" ? nil : (key, node) }
+        guard case .mapping(let pairs) = node.content, !["state", "arguments", "sequence"].contains(key) else { return nil }
+        return pairs.first { isEmpty($0.value) }.map { ("\(key).\($0.key)", $0.value) }
     }
 
     /// `arguments:` — per tool, a matcher (and a rubric), or a list of matchers, one per call.
@@ -559,13 +585,25 @@ public enum EvalCaseFile {
 
     static func readAnswerExpectations(_ node: ConfigNode, _ expected: inout Expectations, directory: String) throws(ConfigError) {
         if case .scalar = node.content {
-            expected.answerContains = [try node.string("answer")]
+            let text = try node.string("answer")
+            guard !text.isEmpty else {
+                throw ConfigError(
+                    .invalidValue, "answer is empty: every answer contains it", at: node.location,
+                    hint: "give words the answer must hold, or remove the key")
+            }
+            expected.answerContains = [text]
             return
         }
         var answer = try node.mapping("answer")
         expected.answerContains = try answer.optional("contains")?.strings("answer.contains") ?? []
+        if let empty = expected.answerContains.firstIndex(of: "") {
+            throw ConfigError(.invalidValue, "answer.contains[\(empty)] is empty: every answer contains it", at: node.location)
+        }
         if let pattern = answer.optional("matches") {
             expected.answerMatches = try pattern.regex("answer.matches")
+            if try pattern.string("answer.matches").isEmpty {
+                throw ConfigError(.invalidValue, "answer.matches is empty: it matches every answer", at: pattern.location)
+            }
         }
         if let reference = answer.optional("similarTo") {
             let text = try reference.string("answer.similarTo")
