@@ -614,6 +614,40 @@ struct MCPProxyInputTests {
     }
 
     @Test(
+        "a call naming a tool the server does not list — another case, a trailing space, a look-alike letter — is refused, never forwarded")
+    func unlistedToolName() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // A rule on the name: a server that resolves names loosely would run GREET as greet.
+        try "policy:\n  default: allow\n  rules:\n    - {id: no-greeting, when: {tool: greet}, verdict: deny}\n".write(
+            toFile: directory.path("policy.yaml"), atomically: true, encoding: .utf8)
+        let names = ["GREET", "greet ", "\u{FF47}reet", "greet"]
+        let lines = names.enumerated().map { index, name in
+            #"{"jsonrpc":"2.0","id":\#(index + 2),"method":"tools/call","params":{"name":\#(JSONWriter.encodeString(.string(name))),"arguments":{"name":"ann"}}}"#
+        }
+        let (answers, result) = try await Self.rawSession(
+            lines, log: "unlisted.jsonl.gz", proxy: ["--policy", directory.path("policy.yaml")], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        for id in 2...4 {
+            let answer = answers.first { $0["id"] == .int(id) }?["result"]
+            #expect(answer?["isError"] == true, "\(answers)")
+            #expect(
+                answer?["content"]?.arrayValue?.first?["text"]?.stringValue?.contains("the server lists no tool named") == true,
+                "\(answers)")
+        }
+        #expect(result.stderr.contains("tool calls: 4 (0 forwarded, 4 denied or refused)"), "\(result.stderr)")
+        let verdicts = try MCPProxyCommandTests.events(directory.path("unlisted.jsonl.gz")).compactMap { event -> String? in
+            guard case .verdictGiven(let verdict) = event.payload else { return nil }
+            return "\(verdict.tool) \(verdict.verdict.rawValue) \(verdict.rule ?? "")"
+        }
+        #expect(
+            verdicts == [
+                "GREET deny mcp.unlisted_tool", "greet  deny mcp.unlisted_tool", "\u{FF47}reet deny mcp.unlisted_tool",
+                "greet deny no-greeting",
+            ])
+    }
+
+    @Test(
         "a cancelled call's id is not taken again until the server answers it, so its late answer is never another call's"
     )
     func cancelledIdIsNotReused() async throws {

@@ -396,9 +396,19 @@ actor MCPProxySession {
             await answerClient(id: requestId, toolError: "agent-eval mcp-proxy refused this call: \(policyProblem)")
             return
         }
+        // A name the server did not list is no tool of it the policy judged: another spelling
+        // of a listed one (`REFUND`, `refund `, a look-alike letter) walked around a rule on the
+        // name, to a server that resolves names loosely. Unlisted (the listing failed), a call is
+        // judged on the policy file's side effects, else as a write.
+        let unlisted =
+            isListed && !tools.contains { $0.name == name }
+            ? PolicyDecision(
+                .deny,
+                reason: "the server lists no tool named \(JSONWriter.encodeString(.string(name))) (tools/list): only a listed tool is "
+                    + "called, under the name the policy judges", rule: "mcp.unlisted_tool") : nil
         var judged: (callId: String, judgement: ProxyGate.Judgement, decision: PolicyDecision)?
         let isRecorded = await recorded {
-            judged = try await log.judge(name: name, arguments: arguments, params: params, waiting: approvals.count, refusal: nil)
+            judged = try await log.judge(name: name, arguments: arguments, params: params, waiting: approvals.count, refusal: unlisted)
         }
         guard isRecorded, let (callId, judgement, decision) = judged else {
             denied += 1
