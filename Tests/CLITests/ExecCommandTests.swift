@@ -590,6 +590,47 @@ struct ExecCommandTests {
         }
     }
 
+    @Test(
+        "after a refused call of a tool, approved: no longer holds: the refused refund proposed again with another amount waits for a person"
+    )
+    func refusalEndsApproval() async throws {
+        try await TemporaryDirectory.with { directory in
+            try """
+            name: refunds
+            model: {script: refunds.model.yaml}
+            tools:
+              - {name: refund, description: Refunds., side_effect: write, input_schema: {type: object}, fixture: [{output: {ok: 1}}]}
+            policy:
+              default: deny
+              rules:
+                - {id: ask, when: {tool: refund, approved: false}, verdict: approval_required}
+                - {id: after, when: {tool: refund}, verdict: allow}
+            """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try """
+            decisions:
+              - tool_calls: [{name: refund, arguments: {amount: 1}}, {name: refund, arguments: {amount: 999}}]
+              - tool_calls: [{name: refund, arguments: {amount: 998}}]
+              - answer: done
+            """.write(toFile: directory.path("refunds.model.yaml"), atomically: true, encoding: .utf8)
+            let log = directory.path("refunds.jsonl.gz")
+            let first = try await agentEval(["exec", directory.path("agent.yaml"), "--input", "go", "--log", log, "--no-catalog"])
+            #expect(first.status == 1, "\(first.stdoutText)\(first.stderr)")
+            let resumed = try await agentEval(
+                ["exec", directory.path("agent.yaml"), "--resume", log, "--approve", "call-1", "--deny", "call-2", "--no-catalog"])
+            #expect(resumed.status == 1, "\(resumed.stdoutText)\(resumed.stderr)")
+            #expect(resumed.stdoutText.contains("waiting for approval: call-3"), "\(resumed.stdoutText)")
+            let events = try LogReader(path: log).readAll().events.map(\.event)
+            let third = events.compactMap { event -> String? in
+                if case .verdictGiven(let verdict) = event.payload, verdict.callId == "call-3" {
+                    return "\(verdict.verdict.rawValue) \(verdict.rule ?? "")"
+                }
+                if case .toolCompleted(let completed) = event.payload, completed.callId == "call-3" { return "ran" }
+                return nil
+            }
+            #expect(third == ["approval_required ask"])
+        }
+    }
+
     @Test("the largest numbers a file may hold are limits or errors at their line, never an arithmetic trap: check, exec and run")
     func hugeNumbers() async throws {
         try await TemporaryDirectory.with { directory in

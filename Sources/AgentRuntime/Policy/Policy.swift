@@ -38,9 +38,18 @@ public struct PolicyQuery: Sendable {
         limits.tokenBudget.map { $0.subtractingSaturating(state.usage.totalTokens) }
     }
 
-    /// Whether a human has already approved a call of this tool in this run.
+    /// Whether a human has already approved a call of this tool in this run, and refused none:
+    /// one refusal (a call of the tool answered no, whenever) asks again for every later call,
+    /// so an approval of a small refund does not let through the large one the approver just
+    /// refused, proposed again with another amount.
     public var isToolApproved: Bool {
-        state.calls.contains { $0.tool == tool.name && $0.approval?.isGranted == true }
+        var isApproved = false
+        for call in state.calls where call.tool == tool.name {
+            guard let approval = call.approval else { continue }
+            if !approval.isGranted { return false }
+            isApproved = true
+        }
+        return isApproved
     }
 }
 
