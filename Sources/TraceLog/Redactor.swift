@@ -172,6 +172,25 @@ public struct Redactor: Sendable, Hashable {
         "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "APIKEY",
     ]
 
+    /// The values a command line gives its options named like secrets (`looksSecret`): `--password
+    /// VALUE`, `--api-key=VALUE`, `-token VALUE`, and `NAME=VALUE` (an assignment `env` takes),
+    /// each at least `minimumGuessedLength` characters. For the commands the runtime starts (tools,
+    /// MCP servers), whose programs may echo their own command line into what is recorded.
+    public static func secrets(inArguments arguments: [String]) -> [String] {
+        var found: [String] = []
+        for (index, argument) in arguments.enumerated() {
+            let option = argument.drop { $0 == "-" }
+            if let equals = option.firstIndex(of: "="), equals > option.startIndex {
+                let value = String(option[option.index(after: equals)...])
+                if looksSecret(String(option[..<equals])), value.count >= minimumGuessedLength { found.append(value) }
+            } else if argument.hasPrefix("-"), !option.isEmpty, looksSecret(String(option)), index + 1 < arguments.count {
+                let value = arguments[index + 1]
+                if !value.hasPrefix("-"), value.count >= minimumGuessedLength { found.append(value) }
+            }
+        }
+        return found
+    }
+
     /// Whether `name` (an environment variable's) looks like it holds a secret: `API_KEY`,
     /// `GITHUB_TOKEN`, `DB_PASSWORD`, `CLIENT_SECRET`; not `PATH`, `SORT_ORDER`, `KEY_PREFIX`.
     public static func looksSecret(_ name: String) -> Bool {

@@ -590,6 +590,30 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("a tool's command line that gives a secret to an option (--password VALUE), echoed by the tool, reaches no file the run writes")
+    func commandLineSecret() async throws {
+        try await TemporaryDirectory.with { directory in
+            let secret = "hunter4secretXYZ"
+            try """
+            name: echoes
+            model: {script: echoes.model.yaml}
+            tools:
+              - name: sync
+                description: Syncs.
+                side_effect: read
+                command: [sh, -c, 'echo "failed: $0 $1 $2" >&2; echo "{\\"args\\": \\"$1 $2\\"}"; exit 4', --password, \(secret)]
+            """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try "decisions:\n  - tool_calls: [{name: sync, arguments: {}}]\n  - answer: done\n".write(
+                toFile: directory.path("echoes.model.yaml"), atomically: true, encoding: .utf8)
+            let log = directory.path("echoes.jsonl.gz")
+            let ran = try await agentEval(["exec", directory.path("agent.yaml"), "--input", "go", "--log", log, "--no-catalog"])
+            #expect(ran.status == 0, "\(ran.stdoutText)\(ran.stderr)")
+            let written = String(decoding: try await Subprocess.run(gzipPath, ["-dc", log]).stdout, as: UTF8.self)
+            #expect(!written.contains(secret) && !ran.stdoutText.contains(secret) && !ran.stderr.contains(secret))
+            #expect(written.contains("[redacted:argument:"), "\(written)")
+        }
+    }
+
     @Test(
         "after a refused call of a tool, approved: no longer holds: the refused refund proposed again with another amount waits for a person"
     )

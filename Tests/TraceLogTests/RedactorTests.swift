@@ -83,6 +83,19 @@ struct RedactorTests {
         #expect(Redactor.looksSecret(name) == looksSecret)
     }
 
+    @Test("a command line's values of options named like secrets are found, in every spelling; other options and short values are not")
+    func argumentSecrets() {
+        let arguments = [
+            "sh", "-c", "echo $0", "--password", "hunter4secretXYZ", "--api-key=sk-long-enough-1", "-token", "tok-abcdefgh",
+            "DB_PASSWORD=pw-assigned-123", "--verbose", "--output", "report-file.json", "--secret", "short", "--token", "--next",
+            "--sort-key", "name-of-column",
+        ]
+        #expect(
+            Redactor.secrets(inArguments: arguments) == [
+                "hunter4secretXYZ", "sk-long-enough-1", "tok-abcdefgh", "pw-assigned-123", "name-of-column",
+            ])
+    }
+
     @Test("a value handed to a child is redacted when its name is declared or looks secret, and a short guessed one is not")
     func childEnvironments() throws {
         let tool = ["PATH": "/usr/bin:/bin", "TOOL_SETTING": "tool-setting-7f3a", "SERVICE_TOKEN": "svc-token-5521a9", "SORT_KEY": "name"]

@@ -97,7 +97,15 @@ public struct Agent: Sendable {
     public var redactor: Redactor {
         Redactor(
             environmentNames: redactEnvironment, memberNames: redactMembers,
-            childEnvironments: childEnvironments + [ProcessInfo.processInfo.environment])
+            childEnvironments: childEnvironments + [ProcessInfo.processInfo.environment]
+        ).adding(childArguments.flatMap(Redactor.secrets(inArguments:)), rule: "argument")
+    }
+
+    /// The command lines of the processes the runtime starts, as `childEnvironments` lists their
+    /// environments: a value given to an option named like a secret (`--password VALUE`) is
+    /// redacted too, for a program may echo its command line (on a failure, say).
+    public var childArguments: [[String]] {
+        tools.tools.compactMap { ($0.host as? SubprocessToolHost)?.command } + (startedToolServers + toolServers).map(\.command)
     }
 
     /// The identity recorded in `run_started`.

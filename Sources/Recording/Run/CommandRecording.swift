@@ -170,10 +170,12 @@ public struct CommandRecording: Sendable {
         if logOptions.redactor == nil || logOptions.redactor == Redactor.standard {
             // The keys of the command's environment never reach the log, wherever they appear:
             // its command line, a tool result, a stored request.
+            // So do the values its command line gives options named like secrets (`--api-key KEY`).
             logOptions.redactor = Redactor(
                 environmentNames: ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
                 childEnvironments: [self.environment, ProcessInfo.processInfo.environment],
-                environment: self.environment)
+                environment: self.environment
+            ).adding(Redactor.secrets(inArguments: command), rule: "argument")
         }
         let recorder = ExchangeRecorder(
             logPath: logPath, runId: runId, goal: goal, agentName: agentName, command: command, limits: limits, keys: keys,
