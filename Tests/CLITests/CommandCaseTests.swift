@@ -111,6 +111,36 @@ struct CommandCaseTests {
         #expect(!result.stdoutText.contains("none of its runs has"), "a run that never asked the model says nothing of tool names")
     }
 
+    @Test("a command whose model requests declare no tool cannot be held to toolsNotCalled: any name, a misspelt one too, is could not run")
+    func toollessCommand() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        try """
+        import openai, sys
+        reply = openai.OpenAI(max_retries=0).chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": sys.argv[1]}])
+        print(reply.choices[0].message.content)
+        """.write(toFile: directory.path("text_only.py"), atomically: true, encoding: .utf8)
+        let python = try await RecordCommandTests.python()
+        try """
+        caseId: never-cancels
+        command: ["\(python)", text_only.py, "{input}"]
+        input: Where is my order? Cancel it.
+        upstream: {openai: "\(server.baseURL("support-chat"))"}
+        expected:
+          toolsNotCalled: [cancel_ordr]
+
+        """.write(toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+        let result = try await agentEval(
+            ["run", "case.yaml", "--no-catalog", "--out", "runs"], in: directory.url,
+            environment: ["OPENAI_API_KEY": RecordCommandTests.key])
+        #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+        #expect(
+            (result.stdoutText + result.stderr).contains("forbids the tool \"cancel_ordr\", but its program declared no tool"),
+            "\(result.stdoutText)\(result.stderr)")
+    }
+
     @Test("check reads command cases: every error in the keys at its line, a program or script that is not there named")
     func checksCommandCases() async throws {
         let directory = try TemporaryDirectory()

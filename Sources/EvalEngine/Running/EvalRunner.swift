@@ -401,6 +401,22 @@ public struct EvalRunner: Sendable {
         var isCommand = false
         if case .command = result.evalCase.source { isCommand = true }
         let runs = result.runs.filter { $0.error == nil && !(isCommand && $0.summary.availableTools.isEmpty) }
+        // One whose model answered requests that declared no tool (a text-only agent), and that
+        // called none, shows no tool at all: a tool the case forbids could never be seen called,
+        // so forbidding it proves nothing (it passed on any name, a misspelt one too).
+        let toolless = result.runs.filter {
+            $0.error == nil && $0.summary.steps > 0 && $0.summary.availableTools.isEmpty && $0.summary.tools.isEmpty
+                && $0.summary.attempted.isEmpty && $0.summary.availableServers.isEmpty
+        }
+        if isCommand, runs.isEmpty, !toolless.isEmpty, let forbidden = result.evalCase.expected.toolsNotCalled.first {
+            return DiagnosticRecord(
+                EvalError(
+                    .unknownTool,
+                    "case \"\(result.id)\" forbids the tool \"\(forbidden)\", but its program declared no tool in its model requests "
+                        + "and called none: a call of it could never be seen",
+                    location: result.evalCase.location(ofKey: "expected"),
+                    hint: "a command's tools are the ones it declares to the model in its requests (or calls through an MCP upstream)"))
+        }
         guard !runs.isEmpty else { return nil }
         // A command declares its tools request by request (an orchestrator before its sub-agents):
         // `run_started` holds the first request's, so the tools its runs called count too.
