@@ -65,7 +65,7 @@ struct EvidenceMatrixTests {
         case validatorMissing = "a validation command's script that is not there"
         case childLogSwapped = "a task's child log replaced by another run's"
         case approvalUnanswered = "a wait for approval no one answers"
-        case toolCannotStart = "a tool whose program cannot start"
+        case toolFails = "a tool that fails, under on_tool_failure: stop"
     }
 
     struct Cell: Sendable, CustomTestStringConvertible {
@@ -90,7 +90,7 @@ struct EvidenceMatrixTests {
         Cell(kind: .agent, fault: .caseTypo, status: 2),
         Cell(kind: .agent, fault: .agentFileTypo, status: 2),
         Cell(kind: .agent, fault: .approvalUnanswered, status: 1),
-        Cell(kind: .agent, fault: .toolCannotStart, status: 1),
+        Cell(kind: .agent, fault: .toolFails, status: 1),
         Cell(kind: .command, fault: .modelDown, status: 2),
         Cell(kind: .command, fault: .model500, status: 2),
         Cell(kind: .command, fault: .modelGarbage, status: 2),
@@ -240,10 +240,11 @@ struct EvidenceMatrixTests {
                 baseURL: base, limits: "max_steps: 4" + timeout,
                 policy: "policy:\n  default: allow\n  rules:\n    - id: refunds-need-a-person\n      when: {tool: \(rule)}\n"
                     + "      verdict: approval_required")
-            if cell.fault == .toolCannotStart {
-                // The run's first call fails to start its program, and a failed tool stops the run.
+            if cell.fault == .toolFails {
+                // The run's first call fails (its service is down), and a failed tool stops the run.
                 agent = agent.replacingOccurrences(
-                    of: "fixture: [{output: {order_id: A-1042, status: delivered}}]", with: "command: [python3, tools/lookup.py]")
+                    of: "fixture: [{output: {order_id: A-1042, status: delivered}}]",
+                    with: "command: [sh, -c, 'echo orders service unreachable >&2; exit 3']")
                 agent += "\non_tool_failure: stop\n"
             }
             try write(agent, "cases/agent.yaml")
@@ -262,8 +263,8 @@ struct EvidenceMatrixTests {
                 return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
             case .approvalUnanswered:
                 return Setup(arguments: run, says: ["cut short waiting for an approval no one gave", "unproven", "approval_required"])
-            case .toolCannotStart:
-                return Setup(arguments: run, says: ["cut short by a failed tool", "lookup.py", "unproven"])
+            case .toolFails:
+                return Setup(arguments: run, says: ["cut short by a failed tool", "orders service unreachable", "unproven"])
             default: return Setup(arguments: run)
             }
         case .command:

@@ -689,6 +689,33 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("a tool whose interpreter's script is not there is an error of the agent file at its line: check says so, exec does not start")
+    func missingToolScript() async throws {
+        try await TemporaryDirectory.with { directory in
+            try """
+            name: x
+            model: {script: s.yaml}
+            tools:
+              - name: lookup
+                description: Looks up.
+                side_effect: read
+                command: [python3, tools/lookup.py]
+            """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try "decisions: [{answer: hi}]\n".write(toFile: directory.path("s.yaml"), atomically: true, encoding: .utf8)
+            let checked = try await agentEval(["check", directory.path("agent.yaml")])
+            #expect(checked.status == 2)
+            #expect(checked.stderr.contains("the script tools/lookup.py is not there"), "\(checked.stderr)")
+            #expect(checked.stderr.contains("agent.yaml:7:"), "\(checked.stderr)")
+            let ran = try await agentEval(["exec", directory.path("agent.yaml"), "--input", "hi", "--out", directory.path("runs")])
+            #expect(ran.status == 2)
+            #expect(!FileManager.default.fileExists(atPath: directory.path("runs")))
+            // There, it runs.
+            try FileManager.default.createDirectory(atPath: directory.path("tools"), withIntermediateDirectories: true)
+            try "print('{}')\n".write(toFile: directory.path("tools/lookup.py"), atomically: true, encoding: .utf8)
+            #expect(try await agentEval(["check", directory.path("agent.yaml")]).status == 0)
+        }
+    }
+
     @Test("usage errors exit 64 with a clear message")
     func usage() async throws {
         let agent = ExampleRuns.agentPath("support")

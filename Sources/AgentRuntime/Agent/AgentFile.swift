@@ -312,6 +312,17 @@ public enum AgentFile {
                 .invalidValue, "\(what) cwd: \(ConfigPath.resolve(cwd, from: directory)) is not a directory",
                 at: cwdNode?.location ?? commandNode.location)
         }
+        // The script an interpreter is given (`python3 tools/lookup.py`), where the command runs: a
+        // tool whose script is not there fails at its first call, and the run stops or goes on
+        // without it.
+        if let script = Self.interpreterScript(of: command) {
+            let path = ConfigPath.absolute(script, from: workingDirectory)
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ConfigError(
+                    .invalidValue, "\(what) command: the script \(script) is not there (\(path))", at: commandNode.location,
+                    hint: "paths in command: start from the tool's cwd (the agent file's folder unless cwd: says otherwise)")
+            }
+        }
         let caller = ProcessInfo.processInfo.environment
         var environment: [String: String] = [:]
         let inherited = try inheritNode?.names("\(what) inherit_env") ?? []
@@ -468,6 +479,27 @@ public enum AgentFile {
 
     /// Where `program` is: itself when it names a path (with a `/`) to an executable file, else
     /// the first executable of that name on this process's PATH; nil when there is none.
+    /// The script a command's interpreter runs (`python3 agents/refund.py` → `agents/refund.py`),
+    /// when it names one: the interpreters agents and tools are written for, a script file by its
+    /// extension; nil for `python3 -m package`, `node -e code`, `sh -c "…"`.
+    public static func interpreterScript(of arguments: [String]) -> String? {
+        guard let first = arguments.first else { return nil }
+        let interpreters: Set<String> = ["python", "python3", "node", "bun", "deno", "ruby", "bash", "sh"]
+        let program = (first as NSString).lastPathComponent
+        guard interpreters.contains(program) || program.hasPrefix("python3.") else { return nil }
+        for word in arguments.dropFirst() {
+            // `python3 -m package`, `node -e code`, `bash -lc "…"`: no script file.
+            if word == "--eval" || word.hasPrefix("-") && !word.hasPrefix("--") && word.contains(where: { "mce".contains($0) }) {
+                return nil
+            }
+            if word.hasPrefix("-") { continue }
+            if word.contains(where: \.isWhitespace) { return nil }
+            let known = ["py", "js", "mjs", "cjs", "ts", "rb", "sh"]
+            return known.contains((word as NSString).pathExtension) && !word.contains("{input}") ? word : nil
+        }
+        return nil
+    }
+
     public static func findProgram(_ program: String) -> String? {
         if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"

@@ -168,22 +168,7 @@ public struct ExternalCommand: Sendable {
 extension ExternalCommand {
     /// The script the command's interpreter runs (`python3 agents/refund.py` → `agents/refund.py`),
     /// when it names one; `check` makes sure it is there.
-    public var script: String? {
-        let interpreters: Set<String> = ["python", "python3", "node", "bun", "deno", "ruby", "bash", "sh"]
-        let program = (arguments[0] as NSString).lastPathComponent
-        guard interpreters.contains(program) || program.hasPrefix("python3.") else { return nil }
-        for word in arguments.dropFirst() {
-            // `python3 -m package`, `node -e code`, `bash -lc "…"`: no script file.
-            if word == "--eval" || word.hasPrefix("-") && !word.hasPrefix("--") && word.contains(where: { "mce".contains($0) }) {
-                return nil
-            }
-            if word.hasPrefix("-") { continue }
-            if word.contains(where: \.isWhitespace) { return nil }
-            let known = ["py", "js", "mjs", "cjs", "ts", "rb", "sh"]
-            return known.contains((word as NSString).pathExtension) && !word.contains("{input}") ? word : nil
-        }
-        return nil
-    }
+    public var script: String? { AgentFile.interpreterScript(of: arguments) }
 }
 
 /// A case's `policy:` file, read once with the case.
