@@ -414,7 +414,7 @@ public struct EvalRunner: Sendable {
                     .unknownTool,
                     "case \"\(result.id)\" forbids the tool \"\(forbidden)\", but its program declared no tool in its model requests "
                         + "and called none: a call of it could never be seen",
-                    location: result.evalCase.location(ofKey: "expected"),
+                    location: result.evalCase.location(ofName: forbidden),
                     hint: "a command's tools are the ones it declares to the model in its requests (or calls through an MCP upstream)"))
         }
         guard !runs.isEmpty else { return nil }
@@ -439,7 +439,7 @@ public struct EvalRunner: Sendable {
                 EvalError(
                     .unknownTool,
                     "case \"\(result.id)\" names the tool \"\(tool)\", which none of its runs has (they have: \(known.joined(separator: ", ")))",
-                    location: result.evalCase.location,
+                    location: result.evalCase.location(ofName: tool),
                     hint: suggestion.map { "did you mean \"\($0)\"?" }
                         ?? (isCommand
                             ? "a command's tools are the ones it declares to the model in its requests"
