@@ -308,6 +308,15 @@ public final class LogWriter {
         return nil
     }
 
+    /// What the writer keeps of `content`, when its redactor changes it: the content redacted
+    /// before it is hashed and encoded (`Redactor.redactContent`); nil when it is kept as it is.
+    /// A caller that names a content before storing it (a resumed run's prompt) names it by this
+    /// one's hash.
+    public func keptContent(_ content: ContentStored) -> ContentStored? {
+        guard let redactor = options.redactor, let bytes = content.bytes, let redacted = redactor.redactContent(bytes) else { return nil }
+        return ContentStored(bytes: redacted, mediaType: content.mediaType)
+    }
+
     /// `line` with every hash of a stored content the redactor changed replaced by the hash of
     /// what was kept, or nil when it names none.
     private func renamingContent(in line: [UInt8]) -> [UInt8]? {
@@ -357,11 +366,7 @@ public final class LogWriter {
                         delta: delta))
             }
         }
-        if case .contentStored(let content) = payload, let redactor = options.redactor, let bytes = content.bytes,
-            let redacted = redactor.redactContent(bytes)
-        {
-            // Redacted before it is hashed and encoded (`Redactor.redactContent`).
-            let kept = ContentStored(bytes: redacted, mediaType: content.mediaType)
+        if case .contentStored(let content) = payload, let kept = keptContent(content) {
             contentRenames[content.hash] = kept.hash
             event.payload = .contentStored(kept)
         }

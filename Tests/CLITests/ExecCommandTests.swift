@@ -590,6 +590,43 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("instructions holding a key are stored redacted and named by that hash, in the first session and in a resumed one")
+    func promptWithKeyAcrossResume() async throws {
+        try await TemporaryDirectory.with { directory in
+            let instructions = "You may use sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX for the shop."
+            try """
+            name: keyed
+            model: {script: keyed.model.yaml}
+            instructions: \(instructions)
+            tools:
+              - {name: refund, description: Refunds., side_effect: write, input_schema: {type: object}, fixture: [{output: {ok: 1}}]}
+            policy: {default: approval_required}
+            """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try "decisions:\n  - tool_calls: [{name: refund, arguments: {}}]\n  - answer: done\n".write(
+                toFile: directory.path("keyed.model.yaml"), atomically: true, encoding: .utf8)
+            let log = directory.path("keyed.jsonl.gz")
+            #expect(try await agentEval(["exec", directory.path("agent.yaml"), "--input", "go", "--log", log, "--no-catalog"]).status == 1)
+            let resumed = try await agentEval([
+                "exec", directory.path("agent.yaml"), "--resume", log, "--approve", "call-1", "--no-catalog",
+            ])
+            #expect(resumed.status == 0, "\(resumed.stdoutText)\(resumed.stderr)")
+            let events = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
+            let stored = Set(
+                events.compactMap { event -> String? in
+                    if case .contentStored(let content) = event.payload { return content.hash }
+                    return nil
+                })
+            let named = events.compactMap { event -> String? in
+                if case .contextBuilt(let packet) = event.payload { return packet.promptHash }
+                return nil
+            }
+            #expect(named.count >= 2, "a packet in each session")
+            #expect(named.allSatisfy(stored.contains), "\(named) \(stored)")
+            #expect(!named.contains(ContentHash.sha256(Array(instructions.utf8))), "the hash of the key's text is in the log")
+            #expect(try await agentEval(["log", "verify", log]).status == 0)
+        }
+    }
+
     @Test("a tool's command line that gives a secret to an option (--password VALUE), echoed by the tool, reaches no file the run writes")
     func commandLineSecret() async throws {
         try await TemporaryDirectory.with { directory in

@@ -477,8 +477,6 @@ public enum AgentFile {
         return (headers, variables)
     }
 
-    /// Where `program` is: itself when it names a path (with a `/`) to an executable file, else
-    /// the first executable of that name on this process's PATH; nil when there is none.
     /// The script a command's interpreter runs (`python3 agents/refund.py` → `agents/refund.py`),
     /// when it names one: the interpreters agents and tools are written for, a script file by its
     /// extension; nil for `python3 -m package`, `node -e code`, `sh -c "…"`.
@@ -500,6 +498,8 @@ public enum AgentFile {
         return nil
     }
 
+    /// Where `program` is: itself when it names a path (with a `/`) to an executable file, else
+    /// the first executable of that name on this process's PATH; nil when there is none.
     public static func findProgram(_ program: String) -> String? {
         if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"

@@ -41,7 +41,10 @@ final class RunSession {
         self.priorActiveUs = recorder.state.elapsedUs
         self.sessionStartUs = environment.now()
         self.sessionTime = environment.stopwatch()
-        self.promptHash = agent.instructions.isEmpty ? nil : ContentHash.sha256(Array(agent.instructions.utf8))
+        // The hash the log keeps the instructions under: of their text redacted, when the writer
+        // redacts it (a resumed run names the prompt its first session stored).
+        let prompt = ContentStored(text: agent.instructions)
+        self.promptHash = agent.instructions.isEmpty ? nil : (recorder.writer.keptContent(prompt) ?? prompt).hash
     }
 
     var state: RunState { recorder.state }
@@ -181,10 +184,9 @@ final class RunSession {
     /// Stores the agent's instructions once, for the packets' `prompt_hash` to name (a fork
     /// whose agent has other instructions than its parent stores them when it goes on).
     func storeInstructions() throws {
-        guard !agent.instructions.isEmpty else { return }
-        let prompt = ContentStored(text: agent.instructions)
-        guard contents[prompt.hash] == nil else { return }
-        promptHash = try storeContent(prompt)
+        // Known by the hash the log keeps it under (`promptHash`, of the text redacted).
+        guard !agent.instructions.isEmpty, let promptHash, contents[promptHash] == nil else { return }
+        self.promptHash = try storeContent(ContentStored(text: agent.instructions))
     }
 
     /// Records the run's stop. A conversation's answer is what the agent said last to the user,
