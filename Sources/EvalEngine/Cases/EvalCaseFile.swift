@@ -476,7 +476,7 @@ public enum EvalCaseFile {
             case .scalar: false
             }
         }
-        if isEmpty(node) { return key == "toolsAllowed" ? nil : (key, node) }
+        if isEmpty(node) { return key == "toolsAllowed" || key == "sequence" ? nil : (key, node) }
         guard case .mapping(let pairs) = node.content, !["state", "arguments", "sequence"].contains(key) else { return nil }
         return pairs.first { isEmpty($0.value) }.map { ("\(key).\($0.key)", $0.value) }
     }
