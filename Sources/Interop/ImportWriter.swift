@@ -85,9 +85,11 @@ public struct ImportWriter: Sendable {
             if let timeUs, timeUs > recorder.timeUs { recorder.timeUs = timeUs }
         }
         var stored = Set<String>()
+        // As the log keeps it (redacted before it is hashed), named by the hash it keeps.
         func store(_ content: ContentStored) throws -> String {
-            if stored.insert(content.hash).inserted { try recorder.record(.contentStored(content)) }
-            return content.hash
+            let kept = writer.keptContent(content) ?? content
+            if stored.insert(kept.hash).inserted { try recorder.record(.contentStored(kept)) }
+            return kept.hash
         }
         var run = run
         run.declareCalledTools()

@@ -113,8 +113,10 @@ public final class LogWriter {
     private var isClosed = false
     private var lineWriter = JSONWriter(capacity: 4096)
     /// Stored contents whose bytes the redactor changed: the hash a caller made of the bytes it
-    /// gave, and the hash of the bytes kept. A later event naming the first names the second as
-    /// written (`renamingContent(in:)`), so every reference holds.
+    /// gave, and the hash of the bytes kept. Callers name content by the kept hash
+    /// (`keptContent`); a later event that names the first in a member typed as a content's hash
+    /// is written naming the second (`EventPayload.renamingContentHashes`), so no reference
+    /// dangles. Text and stored bodies are never rewritten.
     private var contentRenames: [String: String] = [:]
     /// The current member's lines, newlines included (version 3): hashed when it closes.
     private var memberText: [UInt8] = []
@@ -317,34 +319,15 @@ public final class LogWriter {
         return ContentStored(bytes: redacted, mediaType: content.mediaType)
     }
 
-    /// `line` with every hash of a stored content the redactor changed replaced by the hash of
-    /// what was kept, or nil when it names none.
-    private func renamingContent(in line: [UInt8]) -> [UInt8]? {
-        let prefix = Array("sha256:".utf8)
-        let length = prefix.count + 64
-        var result: [UInt8] = []
-        var copied = 0
-        var index = 0
-        while index + length <= line.count {
-            guard line[index] == prefix[0], line[index..<index + prefix.count].elementsEqual(prefix),
-                let renamed = contentRenames[String(decoding: line[index..<index + length], as: UTF8.self)]
-            else {
-                index += 1
-                continue
-            }
-            result.append(contentsOf: line[copied..<index])
-            result.append(contentsOf: renamed.utf8)
-            index += length
-            copied = index
-        }
-        guard copied > 0 else { return nil }
-        result.append(contentsOf: line[copied...])
-        return result
-    }
-
     /// Validates, encodes, hashes and compresses one event; the flush policy is the caller's.
-    private func write(_ payload: EventPayload, step: Int, timeUs: Int) throws -> Event {
-        if let refusal = refusal(of: payload, step: step, timeUs: timeUs) { throw refusal }
+    private func write(_ given: EventPayload, step: Int, timeUs: Int) throws -> Event {
+        if let refusal = refusal(of: given, step: step, timeUs: timeUs) { throw refusal }
+        var payload = given
+        if !contentRenames.isEmpty, let renamed = payload.renamingContentHashes({ contentRenames[$0] }) { payload = renamed }
+        if case .contentStored(let content) = payload, let kept = keptContent(content) {
+            contentRenames[content.hash] = kept.hash
+            payload = .contentStored(kept)
+        }
         var event = Event(
             version: linksMembers ? Event.memberChainVersion : Event.schemaVersion, runId: runId, sequence: nextSequence, step: step,
             timeUs: timeUs, previousHash: !linksMembers || memberInput == 0 ? lastHash : nil, payload: payload)
@@ -366,16 +349,8 @@ public final class LogWriter {
                         delta: delta))
             }
         }
-        if case .contentStored(let content) = payload, let kept = keptContent(content) {
-            contentRenames[content.hash] = kept.hash
-            event.payload = .contentStored(kept)
-        }
         lineWriter.bytes.removeAll(keepingCapacity: true)
         event.encode(into: &lineWriter)
-        if !contentRenames.isEmpty, let renamed = renamingContent(in: lineWriter.bytes) {
-            lineWriter.bytes = renamed
-            event = try Event(line: renamed)
-        }
         if let redactor = options.redactor, redactor.mayRedact(lineWriter.bytes),
             let redacted = redactor.redact(String(decoding: lineWriter.bytes, as: UTF8.self))
         {

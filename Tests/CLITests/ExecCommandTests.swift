@@ -506,6 +506,9 @@ struct ExecCommandTests {
         try await TemporaryDirectory.with { directory in
             let token = "Zq9xW2vB7nM4kL8pQ3rT-planted"
             let apiKey = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX"
+            // What `raw` prints, and its hash before redaction: `big` prints that hash too, which
+            // stays as printed (no text is rewritten), in a body its own hash still matches.
+            let rawHash = ContentHash.sha256([0xFF] + Array(" token=\(token) key=\(apiKey)\n".utf8))
             try """
             name: stored
             model: {script: stored.model.yaml}
@@ -519,7 +522,7 @@ struct ExecCommandTests {
               - name: big
                 description: prints more than is kept inline
                 side_effect: read
-                command: [sh, -c, 'printf "{\\"token\\":\\"%s\\",\\"rows\\":[1,2,3,4,5,6,7,8,9]}" "$SERVICE_TOKEN"']
+                command: [sh, -c, 'printf "{\\"token\\":\\"%s\\",\\"seen\\":\\"\(rawHash)\\",\\"rows\\":[1,2,3,4,5,6,7,8,9]}" "$SERVICE_TOKEN"']
                 inherit_env: [SERVICE_TOKEN]
             context: {inline_output_bytes: 16}
             redact: {env: [SERVICE_TOKEN]}
@@ -545,6 +548,10 @@ struct ExecCommandTests {
                 #expect(!text.contains(token) && !text.contains(apiKey), "\(text)")
             }
             let raw = try #require(stored.values.first { $0.first == 0xFF }, "the raw output was stored")
+            #expect(stored[rawHash] == nil, "the raw output is kept under the hash of what it holds")
+            #expect(
+                stored.values.contains { String(decoding: $0, as: UTF8.self).contains("\"seen\":\"\(rawHash)\"") },
+                "big's output as printed")
             #expect(String(decoding: raw, as: UTF8.self).contains("[redacted:env:SERVICE_TOKEN:"))
             #expect(String(decoding: raw, as: UTF8.self).contains("[redacted:api-key:"))
             // Every reference names a content the log holds: the tools' results and the prompt.
@@ -605,7 +612,12 @@ struct ExecCommandTests {
             try "decisions:\n  - tool_calls: [{name: refund, arguments: {}}]\n  - answer: done\n".write(
                 toFile: directory.path("keyed.model.yaml"), atomically: true, encoding: .utf8)
             let log = directory.path("keyed.jsonl.gz")
-            #expect(try await agentEval(["exec", directory.path("agent.yaml"), "--input", "go", "--log", log, "--no-catalog"]).status == 1)
+            // The first session under another redaction key: its placeholder, and so its prompt's
+            // hash, differ from the resumed session's.
+            let first = try await agentEval(
+                ["exec", directory.path("agent.yaml"), "--input", "go", "--log", log, "--no-catalog"],
+                environment: ["AGENT_EVAL_REDACTION_KEY": "ci-key-1"])
+            #expect(first.status == 1, "\(first.stdoutText)\(first.stderr)")
             let resumed = try await agentEval([
                 "exec", directory.path("agent.yaml"), "--resume", log, "--approve", "call-1", "--no-catalog",
             ])

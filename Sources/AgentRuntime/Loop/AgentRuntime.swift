@@ -188,6 +188,7 @@ public struct AgentRuntime: Sendable {
             contents: contents, conversation: state.isConversation ? conversation : nil)
         return try await Self.onLoopThread { () async throws(RuntimeError) -> RunOutcome in
             try await session.drive(path: path) {
+                try session.storeInstructions()
                 try await session.resume(approvals: approvals)
                 try await session.loop()
             }

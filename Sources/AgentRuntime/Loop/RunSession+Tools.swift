@@ -132,17 +132,16 @@ extension RunSession {
                     durationUs: durationUs)))
     }
 
-    /// Stores content once per log; returns the hash later events name it by: the writer's, which
-    /// differs from `content.hash` when it redacted the bytes before keeping them
-    /// (`Redactor.redactContent`). The bytes as given stay in `contents` under that hash, for the
-    /// model's context.
+    /// Stores content once per log (its contents, a resumed run's included); returns its hash.
+    /// What is stored, named and shown to the model is what the log keeps: the content redacted
+    /// before it is hashed (`LogWriter.keptContent`), so a live run's context and a resumed or
+    /// replayed one's hold the same bytes, and two outputs that differ only in a secret are one.
     func storeContent(_ content: ContentStored) throws -> String {
-        if let written = storedContentHashes[content.hash] { return written }
-        let event = try recorder.record(.contentStored(content))
-        var written = content.hash
-        if case .contentStored(let kept) = event.payload { written = kept.hash }
-        storedContentHashes[content.hash] = written
-        contents[written] = content.bytes
-        return written
+        let kept = recorder.writer.keptContent(content) ?? content
+        if contents[kept.hash] == nil {
+            try recorder.record(.contentStored(kept))
+            contents[kept.hash] = kept.bytes
+        }
+        return kept.hash
     }
 }

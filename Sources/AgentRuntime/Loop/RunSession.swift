@@ -11,9 +11,6 @@ final class RunSession {
     let parser: DecisionParser
     /// Stored content by hash, for outputs kept out of events.
     var contents: [String: [UInt8]]
-    /// The hash each content stored in this session was written under, by the hash of the bytes
-    /// given (`storeContent`).
-    var storedContentHashes: [String: String] = [:]
     /// Time spent in the run before this session (a resumed run keeps its clock).
     let priorActiveUs: Int
     let sessionStartUs: Int
@@ -182,11 +179,12 @@ final class RunSession {
     }
 
     /// Stores the agent's instructions once, for the packets' `prompt_hash` to name (a fork
-    /// whose agent has other instructions than its parent stores them when it goes on).
+    /// whose agent has other instructions than its parent stores them when it goes on, and a
+    /// resumed run whose writer redacts them otherwise — another redaction key — too).
     func storeInstructions() throws {
-        // Known by the hash the log keeps it under (`promptHash`, of the text redacted).
-        guard !agent.instructions.isEmpty, let promptHash, contents[promptHash] == nil else { return }
-        self.promptHash = try storeContent(ContentStored(text: agent.instructions))
+        // Known by the hash the log keeps it under (of the text redacted as this writer redacts).
+        guard !agent.instructions.isEmpty else { return }
+        promptHash = try storeContent(ContentStored(text: agent.instructions))
     }
 
     /// Records the run's stop. A conversation's answer is what the agent said last to the user,

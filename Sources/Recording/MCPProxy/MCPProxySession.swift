@@ -79,6 +79,11 @@ actor MCPProxySession {
     private var tools: [ServedTool] = []
     /// Whether `tools` is what the server lists now (a listing passed, or the proxy asked).
     private var isListed = false
+    /// Whether `tools` is the server's whole listing, every page: a client that fetched only the
+    /// first page leaves it false, and a call naming a tool not in it has the proxy list them all.
+    private var isListingWhole = false
+    /// Whether the client's listing passing by began with the first page, this generation.
+    private var isRelayedFromFirstPage = false
     private var listing: Task<Void, Never>?
     private var clientInfo: (name: String, version: String?)?
     private var serverInfo: ServerInfo?
@@ -400,8 +405,9 @@ actor MCPProxySession {
         // of a listed one (`REFUND`, `refund `, a look-alike letter) walked around a rule on the
         // name, to a server that resolves names loosely. Unlisted (the listing failed), a call is
         // judged on the policy file's side effects, else as a write.
+        if isListed && !isListingWhole && !tools.contains(where: { $0.name == name }) { await ensureListed(whole: true) }
         let unlisted =
-            isListed && !tools.contains { $0.name == name }
+            isListed && isListingWhole && !tools.contains { $0.name == name }
             ? PolicyDecision(
                 .deny,
                 reason: "the server lists no tool named \(JSONWriter.encodeString(.string(name))) (tools/list): only a listed tool is "
@@ -901,6 +907,8 @@ actor MCPProxySession {
                 }
             } else if message["method"]?.stringValue == "notifications/tools/list_changed" {
                 isListed = false
+                isListingWhole = false
+                isRelayedFromFirstPage = false
                 listingFailed = false
                 listGeneration += 1
             }
@@ -983,6 +991,9 @@ actor MCPProxySession {
             if generation == listGeneration {
                 tools = isFirstPage ? page : tools + page
                 isListed = true
+                // Whole when the pages came from the first to the last (the one without a cursor).
+                if isFirstPage { isRelayedFromFirstPage = true }
+                isListingWhole = isRelayedFromFirstPage && (result["nextCursor"] == nil || result["nextCursor"] == .null)
                 await learned()
             }
             guard settings.hidesDenied else {
@@ -1019,8 +1030,8 @@ actor MCPProxySession {
 
     /// Lists the server's tools when no listing passed by yet, so each call is judged with the
     /// side effect the server gives its tool (at most 100 pages, each within the call timeout).
-    private func ensureListed() async {
-        if isListed || listingFailed { return }
+    private func ensureListed(whole: Bool = false) async {
+        if (isListed && (isListingWhole || !whole)) || listingFailed { return }
         if let listing {
             await listing.value
             return
@@ -1057,6 +1068,8 @@ actor MCPProxySession {
         guard generation == listGeneration else { return }
         tools = found
         isListed = true
+        // Past 100 pages the rest is not known: no call is refused for a name it might hold.
+        isListingWhole = cursor == nil || cursor == .null
         await learned()
     }
 

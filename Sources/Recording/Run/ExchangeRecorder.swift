@@ -421,8 +421,7 @@ public final class ExchangeRecorder: Sendable {
         let isCarried = { (failure: Failure) in failure.key == baseKey || failure.endUs <= exchange.startUs }
         let carried = state.failures.filter(isCarried)
         state.failures.removeAll(where: isCarried)
-        for case let partial? in carried.map(\.partial) { _ = try store(partial, recorder: recorder, state: &state) }
-        let attempts = carried.map(\.attempt)
+        let attempts = try storedAttempts(of: carried, recorder: recorder, state: &state)
         // In a conversation with a simulated user, only the agent's talk with the user (the first
         // model conversation, or one that opens with what the user said) speaks to the user: a
         // side conversation's answer (a summary, a classifier) is marked aside, so no check or
@@ -643,9 +642,9 @@ public final class ExchangeRecorder: Sendable {
     /// oldest first.
     func storeUnansweredFailures(recorder: RunRecorder, state: inout State) throws {
         guard !state.failures.isEmpty else { return }
-        for case let partial? in state.failures.map(\.partial) { _ = try store(partial, recorder: recorder, state: &state) }
-        let failures: [JSONValue] = state.failures.map { failure in
-            ["ended_us": .int(failure.endUs), "attempt": failure.attempt.json]
+        let attempts = try storedAttempts(of: state.failures, recorder: recorder, state: &state)
+        let failures: [JSONValue] = zip(state.failures, attempts).map { failure, attempt in
+            ["ended_us": .int(failure.endUs), "attempt": attempt.json]
         }
         state.failures.removeAll()
         _ = try store(
@@ -653,9 +652,21 @@ public final class ExchangeRecorder: Sendable {
             state: &state)
     }
 
+    /// Stores content once per log, as the log keeps it (redacted before it is hashed,
+    /// `LogWriter.keptContent`); returns the hash the log keeps it under, which events name it by.
     func store(_ content: ContentStored, recorder: RunRecorder, state: inout State) throws -> String {
-        if state.stored.insert(content.hash).inserted { try recorder.record(.contentStored(content)) }
-        return content.hash
+        let kept = recorder.writer.keptContent(content) ?? content
+        if state.stored.insert(kept.hash).inserted { try recorder.record(.contentStored(kept)) }
+        return kept.hash
+    }
+
+    /// The attempts of `failures`, each partial reply stored and named by the hash the log keeps.
+    func storedAttempts(of failures: [Failure], recorder: RunRecorder, state: inout State) throws -> [ModelAttempt] {
+        try failures.map { failure in
+            var attempt = failure.attempt
+            if let partial = failure.partial { attempt.partialReply = try store(partial, recorder: recorder, state: &state) }
+            return attempt
+        }
     }
 
     // MARK: The end

@@ -32,3 +32,38 @@ extension EventPayload {
         }
     }
 }
+
+extension EventPayload {
+    /// The payload with every member that names a stored content by its hash — a packet's items
+    /// and prompt, a result's `content_hash`, an attempt's `partial_reply` — renamed where
+    /// `renamed` gives another hash; nil when none is. Nothing else is touched: no text, no body.
+    public func renamingContentHashes(_ renamed: (String) -> String?) -> EventPayload? {
+        var isChanged = false
+        func rename(_ hash: inout String?) {
+            guard let old = hash, let new = renamed(old), new != old else { return }
+            hash = new
+            isChanged = true
+        }
+        func rename(_ items: inout [ItemReference]) {
+            for index in items.indices { rename(&items[index].contentHash) }
+        }
+        var payload = self
+        switch payload {
+        case .contextBuilt(var packet):
+            rename(&packet.observations)
+            rename(&packet.evidence)
+            rename(&packet.memory)
+            rename(&packet.promptHash)
+            payload = .contextBuilt(packet)
+        case .toolCompleted(var completed):
+            rename(&completed.contentHash)
+            payload = .toolCompleted(completed)
+        case .decisionMade(var made):
+            for index in made.attempts.indices { rename(&made.attempts[index].partialReply) }
+            payload = .decisionMade(made)
+        default:
+            return nil
+        }
+        return isChanged ? payload : nil
+    }
+}
