@@ -704,6 +704,39 @@ struct ExecCommandTests {
         }
     }
 
+    @Test(
+        "a run its model's invalid replies stopped (on_invalid_decision) is cut short: a case forbidding a tool fails, one expecting the stop passes"
+    )
+    func invalidDecisionsCutShort() async throws {
+        try await TemporaryDirectory.with { directory in
+            try """
+            name: garbled
+            model: {script: garbled.model.yaml}
+            tools:
+              - {name: lookup, description: Looks up., side_effect: read, input_schema: {type: object}, fixture: [{output: {ok: 1}}]}
+              - {name: refund, description: Refunds., side_effect: write, input_schema: {type: object}, fixture: [{output: {ok: 1}}]}
+            on_invalid_decision: {retries: 0}
+            """.write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+            try """
+            decisions:
+              - tool_calls: [{name: lookup, arguments: {}}]
+              - raw: "garbage, not a decision {"
+              - tool_calls: [{name: refund, arguments: {}}]
+              - answer: done
+            """.write(toFile: directory.path("garbled.model.yaml"), atomically: true, encoding: .utf8)
+            for (expected, status) in [
+                ("{toolsNotCalled: [refund]}", Int32(1)), ("{toolsNotCalled: [refund], stopReason: invalid_decision}", 0),
+            ] {
+                try "caseId: never-refunds\nagent: agent.yaml\ninput: go\nexpected: \(expected)\n".write(
+                    toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+                let result = try await agentEval(["run", directory.path("case.yaml"), "--no-catalog", "--out", directory.path("runs")])
+                #expect(result.status == status, "\(expected): \(result.stdoutText)\(result.stderr)")
+                if status == 1 { #expect(result.stdoutText.contains("no valid decision (on_invalid_decision)"), "\(result.stdoutText)") }
+                try? FileManager.default.removeItem(atPath: directory.path("runs"))
+            }
+        }
+    }
+
     @Test("the largest numbers a file may hold are limits or errors at their line, never an arithmetic trap: check, exec and run")
     func hugeNumbers() async throws {
         try await TemporaryDirectory.with { directory in

@@ -138,7 +138,8 @@ struct Evidence {
                         + ": what it would have done after is unproven"
                         + (stop.reason == .approvalRequired
                             ? "; answer the wait (the case's approve: or deny:), or expect stopReason: approval_required"
-                            : stop.reason == .toolFailure ? "; expect stopReason: tool_failure if the stop is what the case checks" : ""),
+                            : stop.reason == .toolFailure || stop.reason == .invalidDecision
+                                ? "; expect stopReason: \(stop.reason.rawValue) if the stop is what the case checks" : ""),
                     step: state.step))
         }
         // A recorded log that is not signed cannot prove its end: a copy cut right after an
@@ -222,10 +223,12 @@ struct Evidence {
     /// a denial is the gate's verdict on what the agent tried, and the case may check it).
     static func cutShort(_ stop: RunStopped) -> String? {
         if stop.isAbnormalCommandEnd { return "when its program ended abnormally" }
+        if stop.isRuntimeFault { return "by a fault of the runtime" }
         switch stop.reason {
         case .budgetExhausted: return "by \(stop.limit?.rawValue ?? "a limit")"
         case .maxTurns: return "by \(stop.limit?.rawValue ?? "maxTurns")"
         case .toolFailure: return "by a failed tool"
+        case .invalidDecision: return "by model replies that were no valid decision (on_invalid_decision)"
         case .approvalRequired: return "waiting for an approval no one gave"
         default: return nil
         }

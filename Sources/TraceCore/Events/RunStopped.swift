@@ -90,6 +90,18 @@ public struct RunStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// not known, so no case can be judged over it.
     public static let replyNotCapturedPhrase = "the reply of the run's last model call was not captured"
 
+    /// What the error of a `blocked` stop the runtime made for a fault of its own holds (not the
+    /// agent's choice to stop): the log could take no more, the runtime itself failed, or an
+    /// approved call could not be run from a log that keeps its arguments redacted. Such a run was
+    /// cut short, and what it would have done after is unproven (`Evidence`).
+    public static let runtimeFaultPhrases = [
+        "the run could not be recorded further", "the runtime failed", "the runtime ended the loop without a stop reason",
+        "was approved, but the log keeps its arguments redacted",
+    ]
+
+    /// The runtime stopped the run for a fault of its own (`runtimeFaultPhrases`).
+    public var isRuntimeFault: Bool { reason == .blocked && Self.runtimeFaultPhrases.contains { (error ?? "").contains($0) } }
+
     /// The run ended because its model did not answer (see `modelFailurePrefix`).
     public var isModelFailure: Bool { (error ?? "").hasPrefix(Self.modelFailurePrefix) }
 
