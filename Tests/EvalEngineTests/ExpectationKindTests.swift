@@ -104,12 +104,20 @@ struct ExpectationKindTests {
             ("turns: {}", "turns is empty"), ("turns: {2: {}}", "turns.2 is empty"), ("arguments: {}", "arguments is empty"),
             ("communicate: []", "communicate is empty"), ("answer: ''", "answer is empty"),
             ("answer: {contains: ['']}", "answer.contains[0] is empty"), ("answer: {matches: ''}", "answer.matches is empty"),
+            ("turns: {2: {toolsNotCalled: [], toolsCalled: [lookup_order]}}", "turns.2.toolsNotCalled is empty"),
         ] {
             let found = try errors(line)
             #expect(found.count == 1 && found[0].hasPrefix("3: \(said)"), "\(line): \(found)")
         }
         #expect(try errors("toolsAllowed: []").isEmpty)
         #expect(try errors("sequence: {mode: strict, calls: []}").isEmpty)
+        // A pipeline's: its own keys.
+        let node = try ConfigNode.parse("expected:\n  pipeline: {status: succeeded, tasksNotRan: []}\n", path: "case.yaml")
+        var pipelineErrors = ConfigErrors([])
+        var fields = try node.mapping("case")
+        let expectedNode = try #require(fields.optional("expected") as ConfigNode?)
+        _ = EvalCaseFile.readExpectations(expectedNode, case: "x", directory: "/tmp", errors: &pipelineErrors)
+        #expect(pipelineErrors.errors.map(\.message).contains { $0.hasPrefix("pipeline.tasksNotRan is empty") }, "\(pipelineErrors.errors)")
     }
 
     @Test("failures come in the table's order, whatever order the file gives the keys in")

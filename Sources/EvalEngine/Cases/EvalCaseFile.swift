@@ -452,15 +452,19 @@ public enum EvalCaseFile {
             guard let node = fields.optional(kind.key) else { continue }
             if let empty = vacuousPart(of: node, key: kind.key) {
                 // Beside another expectation it passed without a word, checking nothing.
-                errors.errors.append(
-                    ConfigError(
-                        .invalidValue, "\(empty.name) is empty: it checks nothing, and every run passes it", at: empty.node.location,
-                        hint: "list what it should check, or remove it"))
+                errors.errors.append(emptyExpectation(empty))
                 continue
             }
             errors.collect { () throws(ConfigError) in try kind.read(node, &expected, directory) }
         }
         return expected
+    }
+
+    /// The error for an expectation that checks nothing (`vacuousPart`), named under `within`.
+    static func emptyExpectation(_ empty: (name: String, node: ConfigNode), within: String = "") -> ConfigError {
+        ConfigError(
+            .invalidValue, "\(within)\(empty.name) is empty: it checks nothing, and every run passes it", at: empty.node.location,
+            hint: "list what it should check, or remove it")
     }
 
     /// The part of expectation `key`'s value that is an empty list or mapping, so checks nothing:
@@ -568,6 +572,7 @@ public enum EvalCaseFile {
                         at: value.location,
                         hint: "a turn takes \(ExpectationKind.perTurnKeys.sorted().joined(separator: ", "))")
                 }
+                if let empty = vacuousPart(of: value, key: kind.key) { throw emptyExpectation(empty, within: "turns.\(turn).") }
                 try kind.read(value, &inTurn, directory)
             }
             try fields.finish()
@@ -595,9 +600,12 @@ public enum EvalCaseFile {
             return
         }
         var answer = try node.mapping("answer")
-        expected.answerContains = try answer.optional("contains")?.strings("answer.contains") ?? []
-        if let empty = expected.answerContains.firstIndex(of: "") {
-            throw ConfigError(.invalidValue, "answer.contains[\(empty)] is empty: every answer contains it", at: node.location)
+        let contains = answer.optional("contains")
+        expected.answerContains = try contains?.strings("answer.contains") ?? []
+        if let empty = expected.answerContains.firstIndex(of: ""), let contains {
+            var place = contains.location
+            if case .sequence(let items) = contains.content, items.indices.contains(empty) { place = items[empty].location }
+            throw ConfigError(.invalidValue, "answer.contains[\(empty)] is empty: every answer contains it", at: place)
         }
         if let pattern = answer.optional("matches") {
             expected.answerMatches = try pattern.regex("answer.matches")
@@ -639,6 +647,11 @@ public enum EvalCaseFile {
         if let node, var fields = errors.collect({ () throws(ConfigError) in try node.mapping("expected.pipeline") }) {
             for kind in PipelineExpectationKind.all {
                 guard let value = fields.optional(kind.key) else { continue }
+                // `outputs` judges an empty matcher itself ("expects nothing").
+                if kind.key != "outputs", let empty = vacuousPart(of: value, key: kind.key) {
+                    errors.errors.append(emptyExpectation(empty, within: "pipeline."))
+                    continue
+                }
                 errors.collect { () throws(ConfigError) in try kind.read(value, &expected) }
             }
             errors.errors.append(contentsOf: fields.unknownKeys())
