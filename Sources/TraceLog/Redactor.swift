@@ -172,23 +172,45 @@ public struct Redactor: Sendable, Hashable {
         "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "APIKEY",
     ]
 
-    /// The values a command line gives its options named like secrets (`looksSecret`): `--password
-    /// VALUE`, `--api-key=VALUE`, `-token VALUE`, and `NAME=VALUE` (an assignment `env` takes),
-    /// each at least `minimumGuessedLength` characters. For the commands the runtime starts (tools,
-    /// MCP servers), whose programs may echo their own command line into what is recorded.
+    /// The values a command line gives its options named for a secret (`isSecretOption`):
+    /// `--password VALUE`, `--api-key=VALUE`, `-token VALUE`, and `NAME=VALUE` (an assignment
+    /// `env` or a shell takes, the name looking secret), each at least `minimumGuessedLength`
+    /// characters. An argument with spaces (a shell script, `sh -c '…'`) is read word by word, and
+    /// quotes around a value are left out. For the commands the runtime starts (tools, MCP
+    /// servers, a recorded command), whose programs may echo their own command line.
     public static func secrets(inArguments arguments: [String]) -> [String] {
+        let words = arguments.flatMap { $0.split(whereSeparator: \.isWhitespace).map(String.init) }
+        func unquoted(_ value: Substring) -> String {
+            var value = value
+            while let first = value.first, first == "\"" || first == "'", value.last == first, value.count >= 2 {
+                value = value.dropFirst().dropLast()
+            }
+            return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\"';"))
+        }
         var found: [String] = []
-        for (index, argument) in arguments.enumerated() {
-            let option = argument.drop { $0 == "-" }
+        for (index, word) in words.enumerated() {
+            let option = word.drop { $0 == "-" }
             if let equals = option.firstIndex(of: "="), equals > option.startIndex {
-                let value = String(option[option.index(after: equals)...])
-                if looksSecret(String(option[..<equals])), value.count >= minimumGuessedLength { found.append(value) }
-            } else if argument.hasPrefix("-"), !option.isEmpty, looksSecret(String(option)), index + 1 < arguments.count {
-                let value = arguments[index + 1]
-                if !value.hasPrefix("-"), value.count >= minimumGuessedLength { found.append(value) }
+                let name = String(option[..<equals])
+                let value = unquoted(option[option.index(after: equals)...])
+                let isSecret = word.hasPrefix("-") ? isSecretOption(name) : looksSecret(name)
+                if isSecret, value.count >= minimumGuessedLength { found.append(value) }
+            } else if word.hasPrefix("-"), isSecretOption(String(option)), index + 1 < words.count {
+                let value = unquoted(words[index + 1][...])
+                if !words[index + 1].hasPrefix("-"), value.count >= minimumGuessedLength { found.append(value) }
             }
         }
         return found
+    }
+
+    /// Whether an option's name (without its dashes) names the secret it takes: its last part is
+    /// a secret word (`password`, `api-key`, `token`, `client-secret`); not `password-stdin`,
+    /// `no-password`, `secret-name` or `token-endpoint`, whose values are no secret.
+    static func isSecretOption(_ name: String) -> Bool {
+        let parts = name.uppercased().split(whereSeparator: { $0 == "-" || $0 == "_" || $0 == "." })
+        guard let last = parts.last, parts.first != "NO" else { return false }
+        return secretWords.contains(String(last)) || last == "KEY" || last == "KEYS"
+            || (parts.count >= 2 && parts[parts.count - 2] == "API" && last == "KEY")
     }
 
     /// Whether `name` (an environment variable's) looks like it holds a secret: `API_KEY`,

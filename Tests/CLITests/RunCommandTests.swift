@@ -212,6 +212,9 @@ struct RunCommandTests {
                 toFile: directory.path("root/own.yaml"), atomically: true, encoding: .utf8)
             try FileManager.default.createSymbolicLink(atPath: directory.path("root/linked"), withDestinationPath: "../real")
             try FileManager.default.createSymbolicLink(atPath: directory.path("root/loop"), withDestinationPath: "..")
+            // A case beside the folder given, which a link up the tree would take in.
+            try "caseId: beside\nlogs: \(log)\nexpected:\n  toolsNotCalled: [refund_order]\n".write(
+                toFile: directory.path("beside.yaml"), atomically: true, encoding: .utf8)
             let result = try await agentEval(["run", "root", "--no-catalog"], in: directory.url)
             #expect(result.status == 1, "\(result.stdoutText)\(result.stderr)")
             #expect(result.stdoutText.contains("✘ shared"), "\(result.stdoutText)")

@@ -89,10 +89,16 @@ struct RedactorTests {
             "sh", "-c", "echo $0", "--password", "hunter4secretXYZ", "--api-key=sk-long-enough-1", "-token", "tok-abcdefgh",
             "DB_PASSWORD=pw-assigned-123", "--verbose", "--output", "report-file.json", "--secret", "short", "--token", "--next",
             "--sort-key", "name-of-column",
+            // Options whose value is no secret, though their names hold a secret word.
+            "--password-stdin", "registry.example.com", "--no-password", "server-script.py", "--secret-name", "my-service-name",
+            "--token-endpoint", "https://auth.example.com/token",
+            // A shell script: its words, the value without its quotes or the rest of the script.
+            "TOKEN=abc12345 ./run --api-key 'quoted-key-9876' --client-secret=\"cs-quoted-5432\"",
         ]
         #expect(
             Redactor.secrets(inArguments: arguments) == [
-                "hunter4secretXYZ", "sk-long-enough-1", "tok-abcdefgh", "pw-assigned-123", "name-of-column",
+                "hunter4secretXYZ", "sk-long-enough-1", "tok-abcdefgh", "pw-assigned-123", "name-of-column", "abc12345",
+                "quoted-key-9876", "cs-quoted-5432",
             ])
     }
 

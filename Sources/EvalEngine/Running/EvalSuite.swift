@@ -69,8 +69,9 @@ public enum EvalSuite {
         // A linked case directory is read where the link points; the paths reported keep the
         // name the user gave.
         // So is a linked folder inside it (a folder of cases shared between projects): its cases
-        // were skipped without a word. Each folder is walked once, so a link back up the tree
-        // (a loop) ends there.
+        // were skipped without a word. Each folder is walked once, and a link to a folder that
+        // holds the one it is in (`up -> ..`, a loop) is not followed: it would take in the cases
+        // around the folder given, or walk it again.
         let root = URL(fileURLWithPath: directory).resolvingSymlinksInPath().path
         var walked: Set<String> = [root]
         var files: [String] = []
@@ -82,7 +83,8 @@ public enum EvalSuite {
                 var isDirectory: ObjCBool = false
                 if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
                     let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-                    if walked.insert(resolved).inserted { walk(resolved, named) }
+                    let holdsThisFolder = folder == resolved || folder.hasPrefix(resolved.hasSuffix("/") ? resolved : resolved + "/")
+                    if !holdsThisFolder, walked.insert(resolved).inserted { walk(resolved, named) }
                 } else if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.hasSuffix(".json") {
                     // `run .` names files as the user would (`evals/a.yaml`), not `./evals/a.yaml`.
                     if directory == "." || directory == "./" {

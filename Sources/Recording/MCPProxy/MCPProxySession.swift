@@ -309,7 +309,11 @@ actor MCPProxySession {
                 switch method {
                 case "initialize": .initialize
                 case "server/discover": .discover(version: MCPEra.envelope(of: message["params"])?[MCPEra.protocolVersionKey]?.stringValue)
-                case "tools/list": .listTools(isFirstPage: message["params"]?["cursor"] == nil, generation: listGeneration)
+                case "tools/list":
+                    // A cursor of null is none (the first page), as everywhere JSON-RPC nulls are absent.
+                    .listTools(
+                        isFirstPage: message["params"]?["cursor"] == nil || message["params"]?["cursor"] == .null,
+                        generation: listGeneration)
                 default: .other
                 }
             outstanding[JSONLinesProcess.key(id)] = kind
