@@ -798,6 +798,41 @@ struct ExecCommandTests {
         }
     }
 
+    @Test("a policy rule's argument its tool does not take is an error at its line: a misspelt key made a deny rule that never fires")
+    func undeclaredRuleArgument() async throws {
+        try await TemporaryDirectory.with { directory in
+            func agent(_ key: String, closed: Bool) -> String {
+                """
+                name: x
+                model: {script: s.yaml}
+                tools:
+                  - name: refund_order
+                    description: Refunds.
+                    side_effect: write
+                    input_schema: {type: object, properties: {order_id: {type: string}, amount_cents: {type: integer}}\(closed ? ", additionalProperties: false" : "")}
+                    fixture: [{output: {ok: 1}}]
+                policy:
+                  default: allow
+                  rules:
+                    - {id: large-refunds, when: {tool: refund_order, arguments: {\(key): {min: 50001}}}, verdict: deny}
+                """
+            }
+            try "decisions: [{answer: hi}]\n".write(toFile: directory.path("s.yaml"), atomically: true, encoding: .utf8)
+            for (key, closed, status) in [
+                ("amount_cent", true, Int32(2)), ("amount_cent", false, 2), ("amount_cents", true, 0), ("currency", false, 0),
+                ("currency", true, 2),
+            ] {
+                try agent(key, closed: closed).write(toFile: directory.path("agent.yaml"), atomically: true, encoding: .utf8)
+                let checked = try await agentEval(["check", directory.path("agent.yaml")])
+                #expect(checked.status == status, "\(key), closed \(closed): \(checked.stderr)")
+                if status == 2 {
+                    #expect(checked.stderr.contains("\(key) is not an argument refund_order takes"), "\(checked.stderr)")
+                    #expect(checked.stderr.contains("agent.yaml:12:"), "\(checked.stderr)")
+                }
+            }
+        }
+    }
+
     @Test("usage errors exit 64 with a clear message")
     func usage() async throws {
         let agent = ExampleRuns.agentPath("support")

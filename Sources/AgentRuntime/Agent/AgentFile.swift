@@ -81,7 +81,8 @@ public enum AgentFile {
         let policy = policyNode.flatMap { node in
             readPolicy(
                 node, toolNames: toolNames, known: seenToolNames, servers: toolServers.map(\.name), references: &toolReferences,
-                errors: &errors)
+                errors: &errors, schemas: Dictionary(tools.specs.map { ($0.name, $0.inputSchema) }, uniquingKeysWith: { first, _ in first })
+            )
         }
         let limits = errors.collect { () throws(ConfigError) in try file.optional("limits").map(readLimits) ?? RunLimits() }
         var handling = FailureHandling()
@@ -570,9 +571,11 @@ public enum AgentFile {
     /// The policy; nil when it has errors, which go to `errors` (every rule is read, and every
     /// part of each). A rule naming a tool the file does not have is an error, unless the agent
     /// has MCP servers: then the name goes to `references`, checked when the servers list their tools.
+    /// `schemas` are the agent's own tools' input schemas, by name: a rule's argument none of its
+    /// tools takes is an error (`undeclaredArgument`).
     static func readPolicy(
         _ node: ConfigNode, toolNames: [String], known: Set<String>, servers: [String], references: inout [ToolReference],
-        errors: inout ConfigErrors
+        errors: inout ConfigErrors, schemas: [String: JSONValue] = [:]
     ) -> RulePolicy? {
         let before = errors.errors.count
         guard var fields = errors.collect({ () throws(ConfigError) in try node.mapping("policy") }) else { return nil }
@@ -590,7 +593,8 @@ public enum AgentFile {
         for (index, ruleNode) in ruleNodes.enumerated() {
             guard
                 let rule = readRule(
-                    ruleNode, index: index, toolNames: toolNames, known: known, servers: servers, references: &references, errors: &errors)
+                    ruleNode, index: index, toolNames: toolNames, known: known, servers: servers, references: &references, errors: &errors,
+                    schemas: schemas)
             else { continue }
             if !ruleIDs.insert(rule.id).inserted {
                 errors.errors.append(ConfigError(.invalidValue, "a second rule has the id \"\(rule.id)\"", at: ruleNode.location))
@@ -605,7 +609,7 @@ public enum AgentFile {
     /// One policy rule; nil when it has errors, which go to `errors` (each part is read).
     static func readRule(
         _ ruleNode: ConfigNode, index: Int, toolNames: [String], known: Set<String>, servers: [String], references: inout [ToolReference],
-        errors: inout ConfigErrors
+        errors: inout ConfigErrors, schemas: [String: JSONValue] = [:]
     ) -> PolicyRule? {
         let before = errors.errors.count
         guard var ruleFields = errors.collect({ () throws(ConfigError) in try ruleNode.mapping("policy rules[\(index)]") }) else {
@@ -674,6 +678,9 @@ public enum AgentFile {
             {
                 for pair in pairs {
                     errors.collect { () throws(ConfigError) in rule.arguments.append(try readCondition(pair, what: what)) }
+                    if let problem = undeclaredArgument(pair, of: rule.tools, schemas: schemas, what: what) {
+                        errors.errors.append(problem)
+                    }
                 }
             }
             errors.collect { () throws(ConfigError) in rule.isApproved = try condition.optional("approved")?.bool("\(what) approved") }
@@ -688,6 +695,35 @@ public enum AgentFile {
         }
         errors.errors.append(contentsOf: ruleFields.unknownKeys(in: what))
         return errors.errors.count == before ? rule : nil
+    }
+
+    /// The error for a rule's argument condition whose first key none of the rule's tools takes,
+    /// by their input schemas: a misspelt key (`amount_cent` for `amount_cents`) made a deny rule
+    /// that never fires. Only for rules naming the agent's own tools literally, whose schemas
+    /// declare their properties; a key no schema declares is an error when every schema admits
+    /// no other (`additionalProperties: false`) or it is close to one declared (a misspelling).
+    static func undeclaredArgument(_ pair: ConfigNode.Pair, of tools: [Glob], schemas: [String: JSONValue], what: String) -> ConfigError? {
+        guard let first = pair.key.split(separator: ".").first.map(String.init), !tools.isEmpty, tools.allSatisfy(\.isLiteral) else {
+            return nil
+        }
+        var declared: [String] = []
+        var admitsNoOther = true
+        for tool in tools {
+            // A server's tool: its schema is known when the server lists it.
+            guard let schema = schemas[tool.pattern], let properties = schema["properties"]?.objectValue, !properties.isEmpty else {
+                return nil
+            }
+            if properties[first] != nil { return nil }
+            declared += properties.keys
+            if schema["additionalProperties"] != .bool(false) { admitsNoOther = false }
+        }
+        let suggestion = ConfigNode.suggestion(for: first, among: declared)
+        guard admitsNoOther || suggestion != nil else { return nil }
+        return ConfigError(
+            .invalidValue,
+            "\(what) arguments: \(pair.key) is not an argument \(tools.map(\.pattern).joined(separator: ", ")) takes (its input_schema "
+                + "declares \(Array(Set(declared)).sorted().joined(separator: ", "))): the condition would never see a value",
+            at: pair.keyLocation, hint: suggestion.map { "did you mean \"\($0)\"?" } ?? "check the key against the tool's input_schema")
     }
 
     static func readCondition(_ pair: ConfigNode.Pair, what: String) throws(ConfigError) -> ArgumentCondition {
