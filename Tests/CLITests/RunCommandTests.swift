@@ -224,6 +224,26 @@ struct RunCommandTests {
         }
     }
 
+    @Test(
+        "an argument check on a key the tool does not declare, close to one it does, fails saying so: a misspelt exists: false passed every run"
+    )
+    func misspeltArgumentKey() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path
+            for (matcher, status) in [("{paths: {amount_cent: {exists: false}}}", Int32(1)), ("{paths: {amount_cents: {max: 100000}}}", 0)]
+            {
+                try "caseId: a\nlogs: \(log)\nexpected:\n  arguments:\n    refund_order: \(matcher)\n".write(
+                    toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+                let result = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
+                #expect(result.status == status, "\(matcher): \(result.stdoutText)\(result.stderr)")
+                if status == 1 {
+                    #expect(result.stdoutText.contains("amount_cent is not one (its input_schema declares amount_cents, order_id, reason)"))
+                    #expect(result.stdoutText.contains("did you mean \"amount_cents\"?"))
+                }
+            }
+        }
+    }
+
     @Test("a log named twice — the same path, patterns that overlap, a link to it — is one attempt: 1 of 2 passing is not 2 of 3")
     func logNamedTwice() async throws {
         try await TemporaryDirectory.with { directory in

@@ -86,6 +86,15 @@ public struct ArgumentMatcher: Sendable, CustomStringConvertible {
     /// Keys left out of the comparison, as dotted paths with `*` globs per segment.
     public var ignoredKeys: [String]
 
+    /// The argument names the matcher looks at: the first key of each path, and the expected
+    /// object's keys (for exact, subset and superset), each once, in order.
+    public var firstKeys: [String] {
+        var keys = paths.compactMap { $0.path.split(separator: ".").first.map(String.init) }
+        if mode != .ignore, let object = expected.objectValue { keys += object.keys }
+        var seen = Set<String>()
+        return keys.filter { seen.insert($0).inserted }
+    }
+
     public init(mode: Mode, expected: JSONValue = .object(JSONObject()), paths: [(String, ValueTest)] = [], ignoredKeys: [String] = []) {
         self.mode = mode
         self.expected = expected

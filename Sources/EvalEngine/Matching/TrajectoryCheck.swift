@@ -1,3 +1,4 @@
+import ConfigFile
 public import TraceCore
 
 /// One expectation a run did not meet: what was expected, what happened, and where.
@@ -232,6 +233,21 @@ public enum TrajectoryCheck {
     }
 
     static func arguments(_ expected: Expectations, _ run: CheckedRun, _ out: inout CheckOutcome) {
+        // A key the tool's input schema does not declare, close to one it does: a misspelling
+        // (`amount_cent` for `amount_cents`), whose `exists: false` passed every run.
+        for (tool, matcher) in expected.arguments + expected.argumentsByCall.flatMap({ entry in entry.matchers.map { (entry.tool, $0) } }) {
+            guard let spec = run.state.start?.tools.first(where: { $0.name == tool }),
+                let declared = spec.inputSchema["properties"]?.objectValue.map({ Array($0.keys) }), !declared.isEmpty
+            else { continue }
+            for key in matcher.firstKeys where !declared.contains(key) {
+                guard let meant = ConfigNode.suggestion(for: key, among: declared) else { continue }
+                out.failures.append(
+                    ExpectationFailure(
+                        expectation: "arguments.\(tool)", expected: "arguments \(tool) takes",
+                        actual: "\(key) is not one (its input_schema declares \(declared.sorted().joined(separator: ", "))): did you mean "
+                            + "\"\(meant)\"? The check would never see a value", step: run.lastStep))
+            }
+        }
         for (tool, matcher) in expected.arguments {
             let calls = run.executedCalls(of: tool)
             if calls.isEmpty {
