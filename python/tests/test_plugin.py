@@ -391,22 +391,29 @@ def test_every_case_file_the_engine_runs_is_collected_and_no_other(pytester):
     assert "6 cases, 4 passed, 2 failed" in engine.stdout, engine.stdout + engine.stderr
 
 
+def wrap_binary(path, change):
+    """Writes at `path` an agent-eval of another release in one respect: it runs the real binary
+    ($AGENT_EVAL_BIN), then `change` (Python, with `process`, the finished run, and `sys`, `os`,
+    `json` at hand) alters what it wrote, which is passed on with its exit status."""
+    path.write_text(
+        "#!%s\nimport json, os, subprocess, sys\n"
+        "process = subprocess.run([%r] + sys.argv[1:], capture_output=True, text=True)\n"
+        "%s"
+        "sys.stdout.write(process.stdout)\n"
+        "sys.stderr.write(process.stderr)\nsys.exit(process.returncode)\n" % (sys.executable, os.environ["AGENT_EVAL_BIN"], change))
+    path.chmod(0o755)
+
+
 def test_a_binary_that_does_not_list_a_files_cases_fails_the_file_never_passes_it(pytester):
     """An agent-eval older than the plugin (its `check --json` lists no cases) must not make a
     case file collect nothing and the session green: the file fails, saying why."""
     older = pytester.path / "older-agent-eval"
-    older.write_text(
-        "#!%s\nimport json, subprocess, sys\n"
-        "process = subprocess.run([%r] + sys.argv[1:], capture_output=True, text=True)\n"
-        "if sys.argv[1:2] == ['check']:\n"
-        "    report = json.loads(process.stdout)\n"
-        "    for entry in report['files']:\n"
-        "        entry.pop('cases', None)\n"
-        "    print(json.dumps(report))\n"
-        "else:\n"
-        "    sys.stdout.write(process.stdout)\n"
-        "sys.stderr.write(process.stderr)\nsys.exit(process.returncode)\n" % (sys.executable, os.environ["AGENT_EVAL_BIN"]))
-    older.chmod(0o755)
+    wrap_binary(older,
+                "if sys.argv[1:2] == ['check']:\n"
+                "    report = json.loads(process.stdout)\n"
+                "    for entry in report['files']:\n"
+                "        entry.pop('cases', None)\n"
+                "    process.stdout = json.dumps(report) + '\\n'\n")
     pytester.makefile(".yaml", one=case("one", "  toolsCalled: [lookup_order]"))
     result = pytester.runpytest(*PLUGIN, "--agent-eval-bin", str(older))
     result.assert_outcomes(failed=1)
@@ -432,22 +439,17 @@ def test_a_binary_of_another_release_gives_no_verdict_and_says_so(pytester, monk
     plugin reads — an older or newer agent-eval on PATH — must not have its fields read as this
     version's: a case that passes with the matching binary is an error naming both versions."""
     other = pytester.path / "other-agent-eval"
-    other.write_text(
-        "#!%s\nimport json, os, subprocess, sys\n"
-        "process = subprocess.run([%r] + sys.argv[1:], capture_output=True, text=True)\n"
-        "form = os.environ['BUMPED']\n"
-        "if sys.argv[1:2] == ['check'] and form == 'check':\n"
-        "    report = json.loads(process.stdout)\n"
-        "    report['version'] = 2\n"
-        "    process.stdout = json.dumps(report)\n"
-        "if sys.argv[1:2] == ['run'] and form == 'results':\n"
-        "    path = sys.argv[sys.argv.index('--json-out') + 1]\n"
-        "    report = json.load(open(path))\n"
-        "    report['version'] = 2\n"
-        "    json.dump(report, open(path, 'w'))\n"
-        "sys.stdout.write(process.stdout)\n"
-        "sys.stderr.write(process.stderr)\nsys.exit(process.returncode)\n" % (sys.executable, os.environ["AGENT_EVAL_BIN"]))
-    other.chmod(0o755)
+    wrap_binary(other,
+                "form = os.environ['BUMPED']\n"
+                "if sys.argv[1:2] == ['check'] and form == 'check':\n"
+                "    report = json.loads(process.stdout)\n"
+                "    report['version'] = 2\n"
+                "    process.stdout = json.dumps(report)\n"
+                "if sys.argv[1:2] == ['run'] and form == 'results':\n"
+                "    path = sys.argv[sys.argv.index('--json-out') + 1]\n"
+                "    report = json.load(open(path))\n"
+                "    report['version'] = 2\n"
+                "    json.dump(report, open(path, 'w'))\n")
     pytester.makefile(".yaml", one=case("one", "  toolsCalled: [lookup_order]"))
     monkeypatch.setenv("BUMPED", "none")
     pytester.runpytest(*PLUGIN, "--agent-eval-bin", str(other)).assert_outcomes(passed=1)
