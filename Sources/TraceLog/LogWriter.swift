@@ -79,6 +79,8 @@ public final class LogWriter {
     public func redact(also secrets: [String], rule: String) {
         guard let redactor = options.redactor else { return }
         options.redactor = redactor.adding(secrets, rule: rule)
+        // What was judged clean is judged again against the secrets learned.
+        judgedContents.removeAll()
     }
 
     /// Room left in a member for the signature event a signing writer adds after an event.
@@ -118,6 +120,9 @@ public final class LogWriter {
     /// is written naming the second (`EventPayload.renamingContentHashes`), so no reference
     /// dangles. Text and stored bodies are never rewritten.
     private var contentRenames: [String: String] = [:]
+    /// The contents `keptContent` judged, as the log keeps them: searched once, however often a
+    /// caller and the writer ask.
+    private var judgedContents: Set<String> = []
     /// The current member's lines, newlines included (version 3): hashed when it closes.
     private var memberText: [UInt8] = []
 
@@ -315,8 +320,20 @@ public final class LogWriter {
     /// A caller that names a content before storing it (a resumed run's prompt) names it by this
     /// one's hash.
     public func keptContent(_ content: ContentStored) -> ContentStored? {
-        guard let redactor = options.redactor, let bytes = content.bytes, let redacted = redactor.redactContent(bytes) else { return nil }
-        return ContentStored(bytes: redacted, mediaType: content.mediaType)
+        // Judged already (a caller that stores what this gave): not searched again.
+        guard let redactor = options.redactor, !judgedContents.contains(content.hash) else { return nil }
+        let redacted: [UInt8]?
+        switch content.encoding {
+        case .utf8: redacted = redactor.redactContent(text: content.body)
+        case .base64: redacted = content.bytes.flatMap(redactor.redactContent)
+        }
+        guard let redacted else {
+            judgedContents.insert(content.hash)
+            return nil
+        }
+        let kept = ContentStored(bytes: redacted, mediaType: content.mediaType)
+        judgedContents.insert(kept.hash)
+        return kept
     }
 
     /// Validates, encodes, hashes and compresses one event; the flush policy is the caller's.
@@ -351,7 +368,12 @@ public final class LogWriter {
         }
         lineWriter.bytes.removeAll(keepingCapacity: true)
         event.encode(into: &lineWriter)
-        if let redactor = options.redactor, redactor.mayRedact(lineWriter.bytes),
+        // A stored content was searched as its own bytes above (what the line adds is its hash,
+        // media type and encoding): a second search of a request of megabytes, escaped, finds
+        // nothing the first did not.
+        var isContentJudged = false
+        if case .contentStored = payload { isContentJudged = true }
+        if !isContentJudged, let redactor = options.redactor, redactor.mayRedact(lineWriter.bytes),
             let redacted = redactor.redact(String(decoding: lineWriter.bytes, as: UTF8.self))
         {
             // The event as written is the redacted one: the caller folds that, as a replay will.

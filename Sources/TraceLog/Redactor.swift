@@ -227,24 +227,27 @@ public struct Redactor: Sendable, Hashable {
     /// first bytes (`s`, `e`, `k`, common in any text), the needles stopped the search at
     /// every few bytes and cost the writer about 16% of its events/s (docs/performance.md).
     func mayRedact(_ line: [UInt8]) -> Bool {
-        line.withUnsafeBytes { haystack in
-            guard let base = haystack.baseAddress else { return false }
-            let count = haystack.count
-            for group in needles {
-                var start = 0
-                while start < count, let hit = memchr(base + start, Int32(group.anchor), count - start) {
-                    let offset = base.distance(to: UnsafeRawPointer(hit))
-                    for (needle, at) in group.needles where offset >= at && offset - at + needle.count <= count {
-                        let from = offset - at
-                        var index = 0
-                        while index < needle.count, haystack[from + index] == needle[index] { index += 1 }
-                        if index == needle.count { return true }
-                    }
-                    start = offset + 1
+        line.withUnsafeBytes { mayRedact(in: $0) }
+    }
+
+    /// `mayRedact` over bytes held elsewhere (a stored content's text, without a copy).
+    func mayRedact(in haystack: UnsafeRawBufferPointer) -> Bool {
+        guard let base = haystack.baseAddress else { return false }
+        let count = haystack.count
+        for group in needles {
+            var start = 0
+            while start < count, let hit = memchr(base + start, Int32(group.anchor), count - start) {
+                let offset = base.distance(to: UnsafeRawPointer(hit))
+                for (needle, at) in group.needles where offset >= at && offset - at + needle.count <= count {
+                    let from = offset - at
+                    var index = 0
+                    while index < needle.count, haystack[from + index] == needle[index] { index += 1 }
+                    if index == needle.count { return true }
                 }
+                start = offset + 1
             }
-            return false
         }
+        return false
     }
 
     /// What a secret known to be one by where it stands (an attribute named `api_key`, a header)
@@ -360,6 +363,20 @@ public struct Redactor: Sendable, Hashable {
     /// before redaction let anyone confirm a guess of the secret they held.
     public func redactContent(_ bytes: [UInt8]) -> [UInt8]? {
         guard mayRedact(bytes) else { return nil }
+        return redactingContent(bytes)
+    }
+
+    /// `redactContent` of a content's text, when it may hold a secret: the text is searched in
+    /// place, and copied only when it may (a stored request of megabytes, most often clean).
+    public func redactContent(text: String) -> [UInt8]? {
+        var text = text
+        guard text.withUTF8({ mayRedact(in: UnsafeRawBufferPointer($0)) }) else { return nil }
+        return redactingContent(Array(text.utf8))
+    }
+
+    /// `bytes` with every secret replaced, each stretch of valid UTF-8 redacted as text; nil when
+    /// nothing was replaced.
+    private func redactingContent(_ bytes: [UInt8]) -> [UInt8]? {
         var result: [UInt8] = []
         result.reserveCapacity(bytes.count)
         var isChanged = false
