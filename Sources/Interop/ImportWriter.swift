@@ -87,9 +87,7 @@ public struct ImportWriter: Sendable {
         var stored = Set<String>()
         // As the log keeps it (redacted before it is hashed), named by the hash it keeps.
         func store(_ content: ContentStored) throws -> String {
-            let kept = writer.keptContent(content) ?? content
-            if stored.insert(kept.hash).inserted { try recorder.record(.contentStored(kept)) }
-            return kept.hash
+            try recorder.store(content) { !stored.insert($0).inserted }.hash
         }
         var run = run
         run.declareCalledTools()

@@ -43,6 +43,16 @@ public final class RunRecorder {
         try record(payload, at: clock?() ?? timeUs)
     }
 
+    /// Stores `content` as the log keeps it — redacted before it is hashed (`LogWriter.keptContent`)
+    /// — unless `isStored` says the log holds that already; returns the content kept, whose hash
+    /// is the one events name it by. The one way every writer of a run stores content.
+    @discardableResult
+    public func store(_ content: ContentStored, unless isStored: (String) -> Bool) throws -> ContentStored {
+        let kept = writer.keptContent(content) ?? content
+        if !isStored(kept.hash) { try record(.contentStored(kept)) }
+        return kept
+    }
+
     /// Appends an event for the current step at `timeUs`, which the next events keep on a
     /// recorder without a clock, and folds it into `state`.
     @discardableResult

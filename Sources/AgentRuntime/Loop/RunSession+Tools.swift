@@ -137,11 +137,8 @@ extension RunSession {
     /// before it is hashed (`LogWriter.keptContent`), so a live run's context and a resumed or
     /// replayed one's hold the same bytes, and two outputs that differ only in a secret are one.
     func storeContent(_ content: ContentStored) throws -> String {
-        let kept = recorder.writer.keptContent(content) ?? content
-        if contents[kept.hash] == nil {
-            try recorder.record(.contentStored(kept))
-            contents[kept.hash] = kept.bytes
-        }
+        let kept = try recorder.store(content) { contents[$0] != nil }
+        contents[kept.hash] = contents[kept.hash] ?? kept.bytes
         return kept.hash
     }
 }

@@ -69,7 +69,7 @@ public struct ProjectCheck: Sendable {
                         in: path, .error,
                         EvalError(
                             .noCases,
-                            "nothing to check under \(path): no case, agent, model script or pipeline file (.yaml, .yml, .json)"
+                            "nothing to check under \(path): no case, agent, model script, pipeline or policy file (.yaml, .yml, .json)"
                                 + (files.isEmpty ? "" : "; \(files.count) other file\(files.count == 1 ? " was" : "s were") skipped"),
                             location: SourceLocation(path: path), hint: "`agent-eval init` writes a project with cases to start from"))
                 }

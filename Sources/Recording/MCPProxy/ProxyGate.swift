@@ -110,8 +110,8 @@ struct ProxyGate: Sendable {
         callId: String, tool: String, status: ToolStatus, output: JSONValue?, error: String?, durationUs: Int, on recorder: RunRecorder
     ) throws {
         let (inline, content) = ImportWriter.recordable(output: output)
-        if let content { try recorder.record(.contentStored(content)) }
-        let contentHash = content?.hash
+        // Named by the hash the log keeps it under (`RunRecorder.store`).
+        let contentHash = try content.map { try recorder.store($0) { _ in false }.hash }
         try recorder.record(
             .toolCompleted(
                 ToolCompleted(
@@ -139,7 +139,8 @@ struct ProxyGate: Sendable {
     /// multi-round call (`roundMediaType`). A round ends a step: it is durable before the client
     /// sees the server's question, or the server the client's retry.
     func store(_ bytes: [UInt8], mediaType: String, on recorder: RunRecorder) throws {
-        try recorder.record(.contentStored(ContentStored(bytes: bytes, mediaType: mediaType)))
+        // Every round and question is kept (each is the record of a moment, even when it repeats).
+        try recorder.store(ContentStored(bytes: bytes, mediaType: mediaType)) { _ in false }
         if mediaType == Self.roundMediaType { try recorder.endStep() }
     }
 }

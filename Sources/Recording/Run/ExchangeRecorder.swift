@@ -512,7 +512,7 @@ public final class ExchangeRecorder: Sendable {
             state.talk.opening = nil
         }
         for message in state.proxying.earlyServerRequests {
-            try recorder.record(.contentStored(ContentStored(bytes: message, mediaType: ProxyGate.serverRequestMediaType)))
+            try recorder.store(ContentStored(bytes: message, mediaType: ProxyGate.serverRequestMediaType)) { _ in false }
         }
         state.proxying.earlyServerRequests = []
         if !state.spans.earlySpans.isEmpty {
@@ -655,9 +655,7 @@ public final class ExchangeRecorder: Sendable {
     /// Stores content once per log, as the log keeps it (redacted before it is hashed,
     /// `LogWriter.keptContent`); returns the hash the log keeps it under, which events name it by.
     func store(_ content: ContentStored, recorder: RunRecorder, state: inout State) throws -> String {
-        let kept = recorder.writer.keptContent(content) ?? content
-        if state.stored.insert(kept.hash).inserted { try recorder.record(.contentStored(kept)) }
-        return kept.hash
+        try recorder.store(content) { !state.stored.insert($0).inserted }.hash
     }
 
     /// The attempts of `failures`, each partial reply stored and named by the hash the log keeps.

@@ -17,7 +17,8 @@ struct MCPProxyCommand: AsyncParsableCommand, ReadsLogs {
             Put it where an agent's MCP configuration starts its server: command agent-eval, arguments \
             mcp-proxy [options] -- the server's own command. The client and the server then speak as before, \
             and every tools/call gets a policy verdict (the rules of an agent file's policy: block, from \
-            --policy FILE) recorded before anything is forwarded. A denied call is answered with a tool error \
+            --policy FILE) recorded before anything is forwarded; a call naming a tool the server does not list \
+            (another case, a trailing space, a look-alike letter) is refused (rule mcp.unlisted_tool). A denied call is answered with a tool error \
             the agent's model can read; an approval-required call waits for `agent-eval approve LOG CALL` (or \
             --approval-timeout); an allowed call's tool_intended is durable in the log before the server sees \
             it, and its result is recorded before the client sees it. Everything else passes through unchanged. \
