@@ -224,6 +224,24 @@ struct RunCommandTests {
         }
     }
 
+    @Test("a case file named .YAML or .Yml is read like a .yaml one (it was skipped without a word, a failing case included)")
+    func upperCaseSuffix() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path
+            try FileManager.default.createDirectory(atPath: directory.path("evals"), withIntermediateDirectories: true)
+            try "caseId: loud\nlogs: \(log)\nexpected:\n  toolsNotCalled: [refund_order]\n".write(
+                toFile: directory.path("evals/Refunds.YAML"), atomically: true, encoding: .utf8)
+            try "caseId: mixed\nlogs: \(log)\nexpected:\n  stopReason: success\n".write(
+                toFile: directory.path("evals/Budget.Yml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(["run", "evals", "--no-catalog"], in: directory.url)
+            #expect(result.status == 1, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stdoutText.contains("✘ loud"), "\(result.stdoutText)")
+            #expect(result.stdoutText.contains("2 cases, 1 passed, 1 failed"), "\(result.stdoutText)")
+            let check = try await agentEval(["check", "evals"], in: directory.url)
+            #expect(check.stdoutText.contains("evals/Refunds.YAML"), "\(check.stdoutText)")
+        }
+    }
+
     @Test(
         "an argument check on a key the tool does not declare, close to one it does, fails saying so: a misspelt exists: false passed every run"
     )

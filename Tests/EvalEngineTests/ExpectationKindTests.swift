@@ -105,11 +105,18 @@ struct ExpectationKindTests {
             ("communicate: []", "communicate is empty"), ("answer: ''", "answer is empty"),
             ("answer: {contains: ['']}", "answer.contains[0] is empty"), ("answer: {matches: ''}", "answer.matches is empty"),
             ("turns: {2: {toolsNotCalled: [], toolsCalled: [lookup_order]}}", "turns.2.toolsNotCalled is empty"),
+            // A count every run meets.
+            ("minToolCalls: 0", "minToolCalls: 0 checks nothing"),
+            ("failedResults: {min: 0}", "failedResults asks for at least 0 and sets no max"),
+            ("callCounts: {refund_order: {min: 0}}", "callCounts.refund_order asks for at least 0"),
         ] {
             let found = try errors(line)
             #expect(found.count == 1 && found[0].hasPrefix("3: \(said)"), "\(line): \(found)")
         }
         #expect(try errors("toolsAllowed: []").isEmpty)
+        #expect(try errors("maxToolCalls: 0").isEmpty)
+        #expect(try errors("failedResults: 0").isEmpty)
+        #expect(try errors("callCounts: {refund_order: {min: 0, max: 1}}").isEmpty)
         #expect(try errors("sequence: {mode: strict, calls: []}").isEmpty)
         // A pipeline's: its own keys.
         let node = try ConfigNode.parse("expected:\n  pipeline: {status: succeeded, tasksNotRan: []}\n", path: "case.yaml")

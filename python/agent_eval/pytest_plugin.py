@@ -185,7 +185,7 @@ def xdist_workers(config):
 def case_of(nodeid):
     """The case id of a case item's node id (`support.yaml::refunds`), or None for another test."""
     path, _, rest = nodeid.partition("::")
-    return rest if path.endswith(CASE_SUFFIXES) and rest else None
+    return rest if path.lower().endswith(CASE_SUFFIXES) and rest else None
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -256,7 +256,7 @@ def pytest_configure(config):
 
 
 def pytest_collect_file(file_path, parent):
-    if file_path.suffix not in CASE_SUFFIXES:
+    if file_path.suffix.lower() not in CASE_SUFFIXES:
         return None
     try:
         text = file_path.read_text(errors="replace")

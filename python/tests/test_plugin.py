@@ -50,11 +50,12 @@ def test_cases_are_collected_as_items_and_outcomes_map(pytester):
             "- " + case("refunds", "  toolsCalled: [lookup_order, refund_order]").replace("\n", "\n  ").rstrip() + "\n",
         ]),
     )
-    pytester.makefile(".yaml", never=case("never-refunds", "  toolsNotCalled: [refund_order]"))
+    # The suffix in any case: a `.YAML` file was skipped without a word.
+    pytester.makefile(".YAML", never=case("never-refunds", "  toolsNotCalled: [refund_order]"))
     result = pytester.runpytest(*PLUGIN, "-v")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
-        "*never.yaml::never-refunds FAILED*",
+        "*never.YAML::never-refunds FAILED*",
         "*support.yaml::refunds PASSED*",
         "*never-refunds: fail*",
         "*✘ toolsNotCalled: expected refund_order*",

@@ -874,6 +874,12 @@ public enum EvalCaseFile {
         if let max = range.max, max < range.min {
             throw ConfigError(.invalidValue, "\(what) max (\(max)) is below min (\(range.min))", at: node.location)
         }
+        if range.min == 0 && range.max == nil {
+            // A count is never below 0: beside another expectation it passed without a word.
+            throw ConfigError(
+                .invalidValue, "\(what) asks for at least 0 and sets no max: it checks nothing, and every run passes it",
+                at: node.location, hint: "give a min above 0 or a max, or remove it")
+        }
         return range
     }
 }

@@ -149,7 +149,17 @@ struct ExpectationKind: Sendable {
     /// A whole number, zero or more (`maxSteps: 8`): one check.
     static func bound(_ key: String, _ path: any WritableKeyPath<Expectations, Int?> & Sendable, check: @escaping Checker) -> Self {
         ExpectationKind(
-            key, read: { node, expected, _ throws(ConfigError) in expected[keyPath: path] = try node.int(key, in: 0...Int.max) },
+            key,
+            read: { node, expected, _ throws(ConfigError) in
+                let bound = try node.int(key, in: 0...Int.max)
+                if bound == 0 && key.hasPrefix("min") {
+                    // Every run makes at least 0 calls: beside another expectation it passed without a word.
+                    throw ConfigError(
+                        .invalidValue, "\(key): 0 checks nothing, and every run passes it", at: node.location,
+                        hint: "give a number above 0, or remove it")
+                }
+                expected[keyPath: path] = bound
+            },
             count: { $0[keyPath: path] == nil ? 0 : 1 }, check: check)
     }
 }

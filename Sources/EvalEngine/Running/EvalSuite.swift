@@ -64,7 +64,15 @@ public enum EvalSuite {
         return nil
     }
 
-    /// Every `.yaml`, `.yml` and `.json` file under `directory`, hidden ones left out, sorted.
+    /// Whether a file named `name` may be a case, agent, policy or pipeline file: `.yaml`, `.yml` or
+    /// `.json`, in any case (a `Refunds.YAML` was skipped without a word).
+    public static func isConfigFileName(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return lowered.hasSuffix(".yaml") || lowered.hasSuffix(".yml") || lowered.hasSuffix(".json")
+    }
+
+    /// Every `.yaml`, `.yml` and `.json` file under `directory` (the suffix in any case), hidden
+    /// ones left out, sorted.
     static func configFiles(under directory: String) -> [String] {
         // A linked case directory is read where the link points; the paths reported keep the
         // name the user gave.
@@ -85,7 +93,7 @@ public enum EvalSuite {
                     let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
                     let holdsThisFolder = folder == resolved || folder.hasPrefix(resolved.hasSuffix("/") ? resolved : resolved + "/")
                     if !holdsThisFolder, walked.insert(resolved).inserted { walk(resolved, named) }
-                } else if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.hasSuffix(".json") {
+                } else if isConfigFileName(name) {
                     // `run .` names files as the user would (`evals/a.yaml`), not `./evals/a.yaml`.
                     if directory == "." || directory == "./" {
                         files.append(named)
