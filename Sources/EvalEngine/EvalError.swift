@@ -44,6 +44,9 @@ public struct EvalError: Diagnostic, Hashable {
         /// proposed, a tool run without an allow verdict, an intent or a result naming another tool
         /// than its call's).
         case anomalousRun = "anomalous_run"
+        /// Two logs of a case hold the same run (a copy under another name): it would count as
+        /// two attempts.
+        case duplicateRun = "duplicate_run"
         /// A case names a tool that none of its runs has: a typo would make the check vacuous.
         case unknownTool = "unknown_tool"
         /// A case names a pipeline task the pipeline does not have, or checks a command task's

@@ -283,4 +283,32 @@ struct RunCommandTests {
             #expect(entry?["attempts"]?["passed"] == 1 && entry?["attempts"]?["failed"] == 1, "\(result.stdoutText)")
         }
     }
+
+    @Test(
+        "a copy of a log under another name is the same run, not a second attempt: the case could not run, naming both files, also when the catalog answers"
+    )
+    func copiedLog() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("logs"), withIntermediateDirectories: true)
+            for (name, copy) in [("support-refund", "a"), ("support-refund", "b"), ("research-budget", "c")] {
+                try FileManager.default.copyItem(
+                    atPath: ExampleRuns.fixtures.appendingPathComponent("runs/\(name).jsonl.gz").path,
+                    toPath: directory.path("logs/\(copy).jsonl.gz"))
+            }
+            try "caseId: copies\nlogs: logs/*.jsonl.gz\nminPassRate: 0.6\nexpected:\n  stopReason: success\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            // Twice with the catalog: the second run's results come from its cache.
+            for _ in 0..<2 {
+                let result = try await agentEval(["run", "case.yaml", "--json"], in: directory.url)
+                #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+                let error = try JSONParser.parse(Array(result.stdout))["cases"]?.arrayValue?.first?["diagnostic"]
+                #expect(error?["code"] == "eval.duplicate_run", "\(result.stdoutText)")
+                #expect(error?["message"]?.stringValue?.contains("logs/a.jsonl.gz and logs/b.jsonl.gz hold the same run") == true)
+            }
+            // Two different runs pass as before.
+            try FileManager.default.removeItem(atPath: directory.path("logs/b.jsonl.gz"))
+            let result = try await agentEval(["run", "case.yaml", "--json"], in: directory.url)
+            #expect(result.status == 1, "\(result.stdoutText)\(result.stderr)")
+        }
+    }
 }

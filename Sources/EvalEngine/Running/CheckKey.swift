@@ -11,8 +11,8 @@ public struct CheckKey: Sendable, Hashable {
     /// A SHA-256 hex digest.
     public let digest: String
 
-    /// Bump when what a check result holds changes (`RunResult.cacheJSON`).
-    static let formVersion = 1
+    /// Bump when what a check result holds changes (`RunResult.cacheJSON`). (2: the run's id.)
+    static let formVersion = 2
 
     /// The key for checking `evalCase` under `options`; nil when its file or the executable
     /// cannot be read (then nothing is cached).
@@ -78,6 +78,8 @@ extension RunResult {
         summary.set("user_tokens", self.summary.userTokens)
         summary.set("available_tools", JSONValue.array(self.summary.availableTools.map { .string($0) }))
         summary.set("available_servers", JSONValue.array(self.summary.availableServers.map { .string($0) }))
+        summary.set("run_id", self.summary.runId)
+        summary.set("started_at_us", self.summary.startedAtUs)
         var object = ObjectBuilder()
         object.set("failures", JSONValue.array(failures))
         object.set("notes", JSONValue.array(notes))
@@ -135,6 +137,8 @@ extension RunResult {
         summary.userTokens = summaryObject["user_tokens"]?.intValue
         summary.availableTools = available
         summary.availableServers = servers
+        summary.runId = summaryObject["run_id"]?.stringValue
+        summary.startedAtUs = summaryObject["started_at_us"]?.intValue
         self.init(logPath: log, repeatIndex: repeatIndex, failures: failures, notes: notes, error: nil, summary: summary)
     }
 }

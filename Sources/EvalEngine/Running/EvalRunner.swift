@@ -253,7 +253,9 @@ public struct EvalRunner: Sendable {
                 }
                 if received[index] == expected[index] {
                     results[index].runs.sort { ($0.repeatIndex, $0.logPath) < ($1.repeatIndex, $1.logPath) }
-                    if results[index].error == nil { results[index].error = Self.unknownTool(in: results[index]) }
+                    if results[index].error == nil {
+                        results[index].error = Self.sameRunTwice(in: results[index]) ?? Self.unknownTool(in: results[index])
+                    }
                     finished += 1
                     progress(index, results[index], finished, cases.count)
                 }
@@ -391,6 +393,31 @@ public struct EvalRunner: Sendable {
         var summary = RunSummary(state)
         summary.tear = tear
         return RunResult(logPath: log, repeatIndex: repeatIndex, failures: failures, notes: notes, error: nil, summary: summary)
+    }
+
+    /// Two logs of a recorded case that hold the same run (the same id and start: a copy of a
+    /// log, or of part of it, under another name): counted as two attempts, one run made a pass
+    /// rate of 1 in 2 read 2 in 3. Paths are de-duplicated before the check; this is the copy.
+    static func sameRunTwice(in result: CaseResult) -> DiagnosticRecord? {
+        guard case .recorded = result.evalCase.source else { return nil }
+        var first: [String: String] = [:]
+        for run in result.runs {
+            guard let runId = run.summary.runId, let started = run.summary.startedAtUs else { continue }
+            let key = "\(run.repeatIndex) \(started) \(runId)"
+            guard let other = first[key] else {
+                first[key] = run.logPath
+                continue
+            }
+            guard other != run.logPath else { continue }
+            return DiagnosticRecord(
+                EvalError(
+                    .duplicateRun,
+                    "\(other) and \(run.logPath) hold the same run \"\(runId)\" (one is a copy of the other, or of part of it): "
+                        + "counted twice, one run would be two attempts",
+                    location: result.evalCase.location(ofKey: "logs"),
+                    hint: "keep one of the two files, or narrow the case's logs: to one of them"))
+        }
+        return nil
     }
 
     /// A tool the case names that none of its checked runs had: a typo that would make

@@ -25,6 +25,10 @@ public struct RunSummary: Sendable, Hashable {
     /// part of `tokens`, which are the agent's); nil for a run that is no conversation.
     public var userTurns: Int?
     public var userTokens: Int?
+    /// The run's id and start time (its `run_started`); nil for a log that holds none. A log
+    /// and its copy (or a copy of part of it) share both: one run, however many files hold it.
+    public var runId: String?
+    public var startedAtUs: Int?
 
     public init() {}
 
@@ -39,6 +43,8 @@ public struct RunSummary: Sendable, Hashable {
     }
 
     public init(_ state: RunState) {
+        runId = state.runId
+        startedAtUs = state.startedAtUs
         tools = state.executedToolNames
         attempted = state.calls.filter { !$0.isExecuted }.map(\.tool)
         stopReason = state.stopReason
