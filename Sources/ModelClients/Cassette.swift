@@ -187,6 +187,17 @@ public final class Cassette: Sendable {
             throw ModelClientError(
                 .configuration, "the recording \(path) cannot be read: \(error)", hint: "record it again with --record all")
         }
+        // The file must be the recording of the request the index gives it for: an index pointing
+        // a request at another's recording (an edit, files mixed from two cassettes) replayed the
+        // other answer without a word.
+        guard let stored = value["key"]?.stringValue, stored == entry.key else {
+            let made = value["key"]?.stringValue.map { "was made for another request (key \($0.prefix(23))…)" } ?? "names no request key"
+            throw ModelClientError(
+                .configuration,
+                "the recording \(path) \(made), but the cassette's index.json gives it for the request with key \(entry.key.prefix(23))…: "
+                    + "the index or the file was edited, or mixed with another cassette's",
+                hint: "restore the cassette from version control, or record it again with --record all")
+        }
         let response = value["response"] ?? .null
         let body: [UInt8]
         if let text = response["body"]?.stringValue {

@@ -51,6 +51,7 @@ struct EvidenceMatrixTests {
         case baselineConflict = "a baseline left with a merge conflict's markers"
         case cassetteMissing = "cassette missing"
         case cassetteStale = "cassette stale"
+        case cassetteSwapped = "a cassette whose index gives a request another request's recording"
         case caseTypo = "misspelt tool in the case"
         case agentFileTypo = "misspelt tool in the agent file"
         case policyFileTypo = "misspelt tool in a policy file"
@@ -101,6 +102,7 @@ struct EvidenceMatrixTests {
         Cell(kind: .command, fault: .baselineMissing, status: 2),
         Cell(kind: .command, fault: .cassetteMissing, status: 2),
         Cell(kind: .command, fault: .cassetteStale, status: 2),
+        Cell(kind: .command, fault: .cassetteSwapped, status: 2),
         Cell(kind: .command, fault: .caseTypo, status: 2),
         Cell(kind: .command, fault: .policyFileTypo, status: 2),
         Cell(kind: .command, fault: .unknownSideEffect, status: 1),
@@ -302,7 +304,7 @@ struct EvidenceMatrixTests {
             }
             var extra = "timeout: \(cell.fault == .modelHung ? 3 : 60)\n"
             if cell.fault == .cassetteMissing { extra += "cassette: ../cassettes/none\n" }
-            if cell.fault == .cassetteStale { extra += "cassette: ../cassettes/refund\n" }
+            if cell.fault == .cassetteStale || cell.fault == .cassetteSwapped { extra += "cassette: ../cassettes/refund\n" }
             if cell.fault == .policyFileTypo {
                 try write(typoPolicy, "cases/typo.policy.yaml")
                 extra += "policy: typo.policy.yaml\n"
@@ -319,18 +321,33 @@ struct EvidenceMatrixTests {
             try write(
                 "caseId: command-case\ncommand: \(command)\ninput: Order A-1042 arrived broken.\n"
                     + "upstream: {openai: \"\(upstream)\"}\n\(extra)expected: \(expected)\n", "cases/case.yaml")
-            if cell.fault == .cassetteStale {
-                // Recorded with another input (from a folder of its own, the same cassette): the
-                // agent's first request now is not in it.
+            if cell.fault == .cassetteStale || cell.fault == .cassetteSwapped {
+                // Stale: recorded with another input (from a folder of its own, the same cassette),
+                // so the agent's first request now is not in it. Swapped: recorded with this input,
+                // then the index edited to give the first request the second's recording.
+                let input = cell.fault == .cassetteStale ? "Order A-7 never came." : "Order A-1042 arrived broken."
                 try FileManager.default.createDirectory(atPath: directory.path("rec"), withIntermediateDirectories: true)
                 try FileManager.default.copyItem(atPath: RecordCommandTests.agent, toPath: directory.path("rec/refund_agent.py"))
                 try write(
-                    "caseId: command-case\ncommand: \(command)\ninput: Order A-7 never came.\n"
+                    "caseId: command-case\ncommand: \(command)\ninput: \(input)\n"
                         + "upstream: {openai: \"\(server.baseURL("refund"))\"}\n\(extra)expected: \(expected)\n", "rec/record.yaml")
                 let recorded = try await agentEval(
                     ["run", "rec", "--no-catalog", "--out", "recording", "--record", "new"], in: directory.url,
                     environment: ["OPENAI_API_KEY": RecordCommandTests.key])
-                #expect(FileManager.default.fileExists(atPath: directory.path("cassettes/refund/index.json")), "\(recorded.stdoutText)")
+                let index = directory.path("cassettes/refund/index.json")
+                #expect(FileManager.default.fileExists(atPath: index), "\(recorded.stdoutText)")
+                if cell.fault == .cassetteSwapped {
+                    var document = try #require(try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: index)))).objectValue)
+                    var interactions = try #require(document["interactions"]?.arrayValue)
+                    try #require(interactions.count >= 2, "the refund agent asks its model at least twice")
+                    var first = try #require(interactions[0].objectValue)
+                    var second = try #require(interactions[1].objectValue)
+                    (first["file"], second["file"]) = (second["file"], first["file"])
+                    interactions[0] = .object(first)
+                    interactions[1] = .object(second)
+                    document["interactions"] = .array(interactions)
+                    try Data(JSONWriter.encode(.object(document))).write(to: URL(fileURLWithPath: index))
+                }
             }
             switch cell.fault {
             case .baselineMissing: return Setup(arguments: run + ["--fail-on", "regression"], says: ["--allow-no-baseline"])
@@ -340,6 +357,7 @@ struct EvidenceMatrixTests {
             case .agentKilled:
                 return Setup(arguments: run, says: ["cut short when its program ended abnormally", "killed by signal 9", "unproven"])
             case .cassetteMissing, .cassetteStale: return Setup(arguments: run, says: ["cassette"])
+            case .cassetteSwapped: return Setup(arguments: run, says: ["was made for another request", "index.json"])
             case .caseTypo, .policyFileTypo: return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
             case .unknownSideEffect: return Setup(arguments: run, says: ["noUnapprovedExecution"])
             default: return Setup(arguments: run)
