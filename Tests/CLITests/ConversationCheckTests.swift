@@ -43,6 +43,27 @@ struct ConversationCheckTests {
         }
     }
 
+    @Test(
+        "maxTurns stops a conversation after the agent answered its last turn: that turn's check is checked (it failed as cut short), the run's own still are cut short"
+    )
+    func maxTurnsAfterTheLastAnswer() async throws {
+        try await TemporaryDirectory.with { directory in
+            let user =
+                "user:\n  opening: hi, my order arrived broken\n  script:\n    - after: {agentSaid: \"order number\"}\n"
+                + "      say: It's A-1042.\n  maxTurns: 2\n"
+            let answered = try await Self.runCase(
+                "caseId: last-turn\nagent: \(Self.agent)\n\(user)expected:\n  turns:\n"
+                    + "    2: {toolsCalled: [lookup_order], toolsNotCalled: [refund_order]}\n", in: directory)
+            #expect(answered.status == 0, "\(answered.stdoutText)\(answered.stderr)")
+            #expect(answered.stdoutText.contains("\"stop_reason\":\"max_turns\""), "\(answered.stdoutText)")
+            // What the whole run forbids, it could still have done in a turn it never had.
+            let whole = try await Self.runCase(
+                "caseId: whole\nagent: \(Self.agent)\n\(user)expected:\n  toolsNotCalled: [refund_order]\n", in: directory)
+            #expect(whole.status == 1, "\(whole.stdoutText)\(whole.stderr)")
+            #expect(whole.stdoutText.contains("cut short by maxTurns"), "\(whole.stdoutText)")
+        }
+    }
+
     @Test("a turn whose model replies were none of them a decision was never answered: its checks fail, never pass on nothing")
     func turnOfInvalidRepliesIsNotChecked() async throws {
         try await TemporaryDirectory.with { directory in

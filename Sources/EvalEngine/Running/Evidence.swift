@@ -128,7 +128,7 @@ struct Evidence {
         // program's abnormal end (a crash, a signal, a failing exit status) cut the run short: a
         // case that forbids what it could still have done has no evidence.
         if let stop = state.stop, let cut = cutShort(stop), expected.stopReason == nil, expected.limit == nil,
-            forbidsWhatItCouldStillDo(expected, state: state)
+            forbidsWhatItCouldStillDo(expected, state: state, answeredCurrentTurn: stop.reason == .maxTurns)
         {
             evidence.gaps.append(
                 ExpectationFailure(
@@ -210,13 +210,15 @@ struct Evidence {
     /// Whether the case forbids something the run could still have done had no limit stopped
     /// it: a `toolsNotCalled` tool the run has, an order `notSequence` forbids, an allow-list.
     /// (What it must have done fails on its own when the limit came first.)
-    /// A conversation's `turns` count for the turn the run was cut in and the ones after it.
-    static func forbidsWhatItCouldStillDo(_ expected: Expectations, state: RunState) -> Bool {
+    /// A conversation's `turns` count for the turn the run was cut in and the ones after it; with
+    /// `answeredCurrentTurn` (`max_turns`: the stop came after the agent answered the last turn)
+    /// only for the ones after it, which a run that stopped there never had.
+    static func forbidsWhatItCouldStillDo(_ expected: Expectations, state: RunState, answeredCurrentTurn: Bool = false) -> Bool {
         let available = Set(state.start?.tools.map(\.name) ?? [])
-        let current = state.turn(ofStep: state.step)
+        let firstOpen = state.turn(ofStep: state.step) + (answeredCurrentTurn ? 1 : 0)
         return expected.toolsNotCalled.contains(where: available.contains) || !expected.notSequence.isEmpty
             || expected.toolsAllowed != nil
-            || expected.turns.contains { $0.turn >= current && forbidsWhatItCouldStillDo($0.expected, state: state) }
+            || expected.turns.contains { $0.turn >= firstOpen && forbidsWhatItCouldStillDo($0.expected, state: state) }
     }
 
     /// How `stop` cut a run short, or nil when the run ended on its own (or the policy ended it:
