@@ -169,6 +169,38 @@ struct TranscriptImportTests {
         #expect(state.start?.source?.stop == "max_tokens")
     }
 
+    @Test(
+        "a stop token in a user message the agent answered is what the user said, with a warning: not an ending followed by more of the run"
+    )
+    func stopTokenMidConversation() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-interop-mid-stop")
+        defer { scratch.remove() }
+        let transcript = """
+            [
+             {"role": "user", "content": "My order A-1042 arrived broken."},
+             {"role": "assistant", "content": "Sorry to hear it. Shall I refund it?"},
+             {"role": "user", "content": "yes ###STOP###"},
+             {"role": "assistant", "content": null, "tool_calls": [
+               {"id": "c1", "type": "function", "function": {"name": "refund_order", "arguments": "{\\"order_id\\": \\"A-1042\\"}"}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": "{\\"refunded\\": true}"},
+             {"role": "assistant", "content": "Refunded.", "finish_reason": "stop"},
+             {"role": "user", "content": "thanks ###STOP###"}
+            ]
+            """
+        let (outcome, states) = try await importRuns([try write(transcript, to: scratch.url.path, "mid.json")])
+        let state = try #require(states.first)
+        #expect(state.anomalies.isEmpty, "\(state.anomalies)")
+        #expect(state.userTurns.map(\.turn.ends) == [nil, nil, .userStop])
+        #expect(state.userTurns[1].turn.text == "yes ###STOP###")
+        #expect(state.stop?.reason == .userStop)
+        #expect(state.executedToolNames == ["refund_order"])
+        #expect(
+            outcome.runs[0].warnings.contains {
+                $0.hasPrefix("user turn 2 holds the stop token of a user_stop, but the agent went on after it")
+            },
+            "\(outcome.runs[0].warnings)")
+    }
+
     @Test("a transcript that ends on a user turn is unfinished, with a note: not a success on the agent's last reply")
     func endsOnUserTurn() async throws {
         let scratch = try TemporaryDirectory("agent-eval-interop-user-turn")

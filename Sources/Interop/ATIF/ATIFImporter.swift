@@ -202,7 +202,7 @@ struct ATIFImporter {
         // Ending on the user's turn, which the agent never answered: what it would have done is not
         // in the file, so the run did not finish — unless the turn ends the conversation, or the
         // file is agent-eval's own export, whose recorded stop says how it ended.
-        let userTurns = TranscriptImporter.userTurns(userMessages)
+        let userTurns = TranscriptImporter.userTurns(userMessages, steps: steps.count, warnings: &warnings)
         if let endingUserStep, trajectory["extra"]?["agent_eval"]?["stop_reason"] == nil {
             if let ending = userTurns.last?.turn.ends {
                 let answer: String? = if case .answer(let text)? = steps.last?.decision { text } else { nil }

@@ -246,7 +246,7 @@ struct TranscriptImporter {
         var sourceStop = lastFinish ?? mapped.source
         // More than one user message: a conversation, each message a user turn. One that ends it
         // (a simulated user's stop token, τ-bench's ###STOP###) is how the run ended.
-        let userTurns = Self.userTurns(userMessages)
+        let userTurns = Self.userTurns(userMessages, steps: steps.count, warnings: &warnings)
         if let last = userTurns.last, let userTurn, !steps.isEmpty, let ending = last.turn.ends {
             let answer: String? = if case .answer(let text) = steps[steps.count - 1].decision { text } else { nil }
             stop = RunStopped(reason: ending.stopReason, answer: answer)
@@ -272,11 +272,20 @@ struct TranscriptImporter {
 
     /// A conversation's user turns from its user messages, each with the step it comes before:
     /// none for one message (a run on one input), else one per message, a stop token in it taken
-    /// as the user's ending (`UserTurn.Ending.parse`).
-    static func userTurns(_ messages: [(beforeStep: Int, text: String)]) -> [(beforeStep: Int, turn: UserTurn)] {
+    /// as the user's ending (`UserTurn.Ending.parse`) — only in a message after the agent's last
+    /// step (of `steps`): a turn that ends the conversation is followed by the run's stop
+    /// (docs/log-format.md), so one the agent answered keeps its token as text, with a warning.
+    static func userTurns(_ messages: [(beforeStep: Int, text: String)], steps: Int, warnings: inout [String])
+        -> [(beforeStep: Int, turn: UserTurn)]
+    {
         guard messages.count > 1 else { return [] }
         return messages.enumerated().map { number, message in
-            (message.beforeStep, UserTurn(turn: number + 1, parsing: message.text, source: .given))
+            let turn = UserTurn(turn: number + 1, parsing: message.text, source: .given)
+            guard let ending = turn.ends, message.beforeStep < steps else { return (message.beforeStep, turn) }
+            warnings.append(
+                "user turn \(number + 1) holds the stop token of a \(ending.rawValue), but the agent went on after it: "
+                    + "kept as what the user said, not as the conversation's end")
+            return (message.beforeStep, UserTurn(turn: number + 1, text: message.text, source: .given))
         }
     }
 
