@@ -1,13 +1,16 @@
 public import TraceCore
 
 extension TrajectoryDiff.StepSketch {
-    /// One line for a step: its calls with verdicts and results (or its decisions), and tokens.
+    /// One line for a step: its calls with verdicts and results (or its decisions), and tokens;
+    /// what the user said in it first (two steps that differ only in the user's words differ).
     public var summary: String {
         let calls = calls.map { call in
             "\(call.tool)(\(StepRenderer.cut(JSONWriter.encodeString(call.arguments), to: 40))) \(call.verdict)"
                 + (call.results.isEmpty ? "" : " " + call.results.joined(separator: ","))
         }
-        let text = calls.isEmpty ? (decisions.isEmpty ? "(no decision)" : decisions.joined(separator: "; ")) : calls.joined(separator: "; ")
+        let text =
+            calls.isEmpty
+            ? (decisions.isEmpty ? "(no decision)" : decisions.joined(separator: "; ")) : (userLines + calls).joined(separator: "; ")
         return StepRenderer.cut(text, to: 100) + " [\(tokens) tokens]"
     }
 }

@@ -10,6 +10,8 @@ public struct TrajectoryDiff: Sendable {
         public var step: Int
         /// "call" decisions list each call; "answer", "ask_human", "stop", "invalid" otherwise.
         public var decisions: [String]
+        /// What the user said in the step (a conversation's turns), as in `decisions`.
+        public var userLines: [String] = []
         public var calls: [Call]
         public var tokens: Int
         public var durationUs: Int
@@ -154,6 +156,7 @@ public struct TrajectoryDiff: Sendable {
         var sketches: [StepSketch] = []
         let result = try Replayer(path: path).replay { step, state in
             var decisions: [String] = []
+            var userLines: [String] = []
             var callIds: [String] = []
             var started: Int?
             for recorded in step.events {
@@ -161,7 +164,9 @@ public struct TrajectoryDiff: Sendable {
                 // What the user said is part of a conversation's trajectory: the same agent given
                 // other words is another run, whatever it did with them.
                 if case .userTurn(let turn) = recorded.event.payload {
-                    decisions.append("user \(turn.turn): \(turn.text)" + (turn.ends.map { " (\($0.rawValue))" } ?? ""))
+                    let line = "user \(turn.turn): \(turn.text)" + (turn.ends.map { " (\($0.rawValue))" } ?? "")
+                    decisions.append(line)
+                    userLines.append(line)
                     continue
                 }
                 guard case .decisionMade(let made) = recorded.event.payload else { continue }
@@ -189,10 +194,11 @@ public struct TrajectoryDiff: Sendable {
                     results: [], output: nil)
             }
             let ended = step.events.last?.event.timeUs ?? 0
-            sketches.append(
-                StepSketch(
-                    step: step.step, decisions: decisions, calls: calls, tokens: step.after.totalTokens - step.before.totalTokens,
-                    durationUs: max(0, ended - (started ?? ended))))
+            var sketch = StepSketch(
+                step: step.step, decisions: decisions, calls: calls, tokens: step.after.totalTokens - step.before.totalTokens,
+                durationUs: max(0, ended - (started ?? ended)))
+            sketch.userLines = userLines
+            sketches.append(sketch)
             return true
         }
         let final = result.state

@@ -95,6 +95,26 @@ struct DiffTests {
         }
     }
 
+    @Test(
+        "a step's row shows what the user said in it beside its calls: two rows that differ only in the user's words do not read the same")
+    func rowShowsTheUserBesideCalls() {
+        func step(saying text: String) -> TrajectoryDiff.StepSketch {
+            let line = "user 3: \(text)"
+            var sketch = TrajectoryDiff.StepSketch(
+                step: 4, decisions: [line, #"refund_order{"order_id":"A-1"}"#],
+                calls: [
+                    .init(id: "c1", tool: "refund_order", arguments: ["order_id": "A-1"], verdict: "allow", results: ["ok"], output: nil)
+                ],
+                tokens: 7, durationUs: 0)
+            sketch.userLines = [line]
+            return sketch
+        }
+        let yes = step(saying: "yes, please")
+        let more = step(saying: "yes, and delete my account too")
+        #expect(yes.summary == #"user 3: yes, please; refund_order({"order_id":"A-1"}) allow ok [7 tokens]"#)
+        #expect(yes.summary != more.summary)
+    }
+
     @Test("two long runs (2,500 steps each) are aligned within a bounded table: alike ends paired, the middle by position")
     func longRunsAlignBounded() {
         func step(_ number: Int, _ decision: String) -> TrajectoryDiff.StepSketch {
