@@ -472,6 +472,18 @@ struct ConversationCommandTests {
               agent: agent.yaml
               user: {persona: p, model: {script: u.yaml}, script: [{after: {agentSaid: x}, say: y}, {say: bye, end: user_stop}]}
               expected: {toolsCalled: [lookup_order]}
+            - caseId: l
+              agent: agent.yaml
+              user: {opening: hi, script: [{after: {turn: 1}, say: again}]}
+              expected: {toolsCalled: [lookup_order]}
+            - caseId: m
+              agent: agent.yaml
+              user: {opening: hi, maxTurns: 3, script: [{after: {turn: 7}, say: late}]}
+              expected: {toolsCalled: [lookup_order]}
+            - caseId: n
+              agent: agent.yaml
+              user: {opening: hi, script: [{say: "A-1042 ###TRANSFER###", end: user_stop}]}
+              expected: {toolsCalled: [lookup_order]}
             """.write(toFile: directory.path("cases.yaml"), atomically: true, encoding: .utf8)
             let result = try await agentEval(["check", "cases.yaml"], in: directory.url)
             #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
@@ -488,6 +500,13 @@ struct ConversationCommandTests {
                 // A user that would end the conversation before the agent says anything.
                 ("cases.yaml:40:", "user.opening holds the stop token ###STOP###"),
                 ("cases.yaml:44:", "user.script[1] is said at turn 1 (its condition holds at once, and there is no opening)"),
+                // Lines that can never be said, and a line that says two endings.
+                ("cases.yaml:48:", "user.script[0] is for turn 1, which is the user's opening: it can never be said"),
+                ("cases.yaml:52:", "user.script[0] is for turn 7, and the conversation has at most 3 user turns"),
+                (
+                    "cases.yaml:56:",
+                    "holds the stop token ###TRANSFER###, which ends the conversation as user_transfer, and its end: is user_stop"
+                ),
             ]
             for (place, text) in says {
                 #expect(result.stderr.contains(place) && result.stderr.contains(text), "\(place) \(text):\n\(result.stderr)")

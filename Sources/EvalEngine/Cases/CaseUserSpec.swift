@@ -90,6 +90,24 @@ public struct CaseUserSpec: Sendable {
         let modelNode = fields.optional("model")
         let model = try modelNode.map { node throws(ConfigError) in try ModelSource.read(node, what: "user.model", directory: directory) }
         let maxTurns = try fields.optional("maxTurns")?.int("user.maxTurns", in: 1...1000) ?? Conversation.defaultMaxTurns
+        // A line for a turn the conversation never gives it is never said: `check` said nothing,
+        // and a case counting on it checked a conversation without it.
+        for (index, line) in lines.enumerated() {
+            guard let turn = line.turn else { continue }
+            if turn == 1, opening != nil {
+                throw ConfigError(
+                    .invalidValue, "user.script[\(index)] is for turn 1, which is the user's opening: it can never be said",
+                    at: lineNodes[index].location,
+                    hint: "give it a later turn (2: the user's answer to the agent's first reply), or drop after.turn")
+            }
+            if turn > maxTurns {
+                throw ConfigError(
+                    .invalidValue,
+                    "user.script[\(index)] is for turn \(turn), and the conversation has at most \(maxTurns) user turns (user.maxTurns): "
+                        + "it can never be said", at: lineNodes[index].location,
+                    hint: "raise user.maxTurns, or give the line an earlier turn")
+            }
+        }
         var review: Rubric?
         if let reviewNode = fields.optional("review") {
             var entry = try reviewNode.mapping("user.review")
@@ -156,6 +174,14 @@ public struct CaseUserSpec: Sendable {
             }
         }
         try entry.finish()
+        // A stop token in what is said ends the conversation its own way: beside an `end:` that
+        // says another, the token won without a word.
+        if let end = line.end, let token = UserTurn.Ending.tokens.first(where: { line.say.contains($0.token) }), token.ending != end {
+            throw ConfigError(
+                .invalidValue,
+                "\(what).say holds the stop token \(token.token), which ends the conversation as \(token.ending.rawValue), and its end: "
+                    + "is \(end.rawValue)", at: node.location, hint: "keep one of the two: take the token out of say, or drop end:")
+        }
         if line.say.trimmingCharacters(in: .whitespaces).isEmpty, line.end == nil,
             !UserTurn.Ending.tokens.contains(where: { line.say.contains($0.token) })
         {
