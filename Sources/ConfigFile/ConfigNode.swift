@@ -97,10 +97,30 @@ public struct ConfigNode: Sendable, Hashable {
                 .invalidValue, "the file is \(data.count) bytes; config files are limited to \(maximumFileBytes) bytes",
                 at: SourceLocation(path: path))
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw ConfigError(.syntax, "the file is not UTF-8 text", at: SourceLocation(path: path))
+        let bytes = Array(data)
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            let offset = min(Self.firstInvalidUTF8(bytes), bytes.count - 1)
+            throw ConfigError(
+                .syntax,
+                "the file is not UTF-8 text: byte \(offset) (0x\(String(bytes[offset], radix: 16, uppercase: true))) begins no UTF-8 character",
+                at: SourceLocation(path: path, byteOffset: offset, in: bytes),
+                hint: "save the file as UTF-8 (an editor's encoding setting, or iconv -f latin1 -t utf-8)")
         }
-        return (try parse(text, path: path), Array(data))
+        return (try parse(text, path: path), bytes)
+    }
+
+    /// The offset of the first byte of `bytes` that is not part of a well-formed UTF-8 character
+    /// (`bytes.count` when there is none).
+    static func firstInvalidUTF8(_ bytes: [UInt8]) -> Int {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded): offset += encoded.count
+            case .emptyInput, .error: return min(offset, bytes.count)
+            }
+        }
     }
 
     private static func reason(_ error: any Error) -> String {

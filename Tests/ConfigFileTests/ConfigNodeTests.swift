@@ -33,6 +33,23 @@ struct ConfigNodeTests {
         #expect(tools == ["lookup", "refund"])
     }
 
+    @Test("a file that is not UTF-8 is named with the line, column and byte where it stops being UTF-8, and how to save it")
+    func notUTF8() throws {
+        try TemporaryDirectory.with { directory in
+            // Latin-1 "é" (0xE9) in the third line's value.
+            let bytes = Array("caseId: a\nlogs: runs/*.jsonl.gz\ninput: caf".utf8) + [0xE9] + Array("\n".utf8)
+            try Data(bytes).write(to: URL(fileURLWithPath: directory.path("bad.yaml")))
+            #expect {
+                _ = try ConfigNode.load(path: directory.path("bad.yaml"))
+            } throws: { error in
+                guard let error = error as? ConfigError else { return false }
+                return error.message == "the file is not UTF-8 text: byte 42 (0xE9) begins no UTF-8 character"
+                    && error.location == SourceLocation(path: directory.path("bad.yaml"), line: 3, column: 11)
+                    && error.hint?.contains("save the file as UTF-8") == true
+            }
+        }
+    }
+
     @Test("values are read with their types, and a wrong type says what was expected and where")
     func types() throws {
         var limits = try ConfigNode.parse(Self.text, path: "agent.yaml").mapping("the agent")
