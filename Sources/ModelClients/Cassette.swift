@@ -184,8 +184,12 @@ public final class Cassette: Sendable {
         } catch let error as ModelClientError {
             throw error
         } catch {
+            // The reader's message names the file already: said once.
+            var reason = (error as? any Diagnostic)?.message ?? "\(error)"
+            if reason.hasPrefix(path + ": ") { reason.removeFirst(path.count + 2) }
+            if reason.hasPrefix(path + " ") { reason = "it " + reason.dropFirst(path.count + 1) }
             throw ModelClientError(
-                .configuration, "the recording \(path) cannot be read: \(error)", hint: "record it again with --record all")
+                .configuration, "the recording \(path) cannot be read: \(reason)", hint: "record it again with --record all")
         }
         // The file must be the recording of the request the index gives it for: an index pointing
         // a request at another's recording (an edit, files mixed from two cassettes) replayed the

@@ -52,6 +52,7 @@ struct EvidenceMatrixTests {
         case cassetteMissing = "cassette missing"
         case cassetteStale = "cassette stale"
         case cassetteSwapped = "a cassette whose index gives a request another request's recording"
+        case cassetteDamaged = "a cassette recording cut short"
         case caseTypo = "misspelt tool in the case"
         case agentFileTypo = "misspelt tool in the agent file"
         case policyFileTypo = "misspelt tool in a policy file"
@@ -135,6 +136,7 @@ struct EvidenceMatrixTests {
         Cell(kind: .conversation, fault: .simulatorNeverStops, status: 1),
         Cell(kind: .conversation, fault: .sigterm, status: 143),
         Cell(kind: .conversation, fault: .cassetteMissing, status: 2),
+        Cell(kind: .conversation, fault: .cassetteDamaged, status: 2),
         Cell(kind: .conversation, fault: .caseTypo, status: 2),
     ]
 
@@ -583,11 +585,27 @@ struct EvidenceMatrixTests {
                 default: "customer"
                 }
             let userBase = cell.fault == .cassetteMissing ? "http://127.0.0.1:9/v1" : server.baseURL(userScenario)
-            let cassette = cell.fault == .cassetteMissing ? "cassette: ../cassettes/none\n" : ""
+            let cassette =
+                switch cell.fault {
+                case .cassetteMissing: "cassette: ../cassettes/none\n"
+                case .cassetteDamaged: "cassette: ../cassettes/conversation\n"
+                default: ""
+                }
             try write(
                 "caseId: conversation-case\nagent: agent.yaml\n\(cassette)user:\n  persona: A customer with a broken order.\n"
                     + "  model: {provider: openai, name: customer-model, base_url: \"\(userBase)\", max_retries: 0}\n  maxTurns: 4\n"
                     + "expected: {toolsNotCalled: [\(cell.fault == .caseTypo ? "refund_ordr" : "refund_order")]}\n", "cases/case.yaml")
+            if cell.fault == .cassetteDamaged {
+                // Recorded whole, then one of the user's model's recordings cut (a bad checkout, a
+                // disk that filled up): the replay must not go on as if the user had said nothing.
+                let recorded = try await agentEval(
+                    ["run", "cases", "--no-catalog", "--out", "recording", "--record", "new"], in: directory.url)
+                let folder = directory.path("cassettes/conversation")
+                let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.contains("customer-model") }.sorted()
+                let file = try #require(files.first, "the user's model was recorded: \(recorded.stdoutText)")
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + file))
+                try bytes.prefix(60).write(to: URL(fileURLWithPath: folder + "/" + file))
+            }
             switch cell.fault {
             case .modelDown: return Setup(arguments: run, says: ["the agent's model did not answer"])
             case .simulatorEmpty: return Setup(arguments: run, says: ["simulated user could not go on", "is no message"])
@@ -595,6 +613,7 @@ struct EvidenceMatrixTests {
             case .simulatorCallsTools: return Setup(arguments: run, says: ["simulated user could not go on", "refund_order"])
             case .simulatorNeverStops: return Setup(arguments: run, says: ["cut short by maxTurns"])
             case .cassetteMissing: return Setup(arguments: run, says: ["cassette"])
+            case .cassetteDamaged: return Setup(arguments: run, says: ["cannot be read", "is damaged or edited", "--record all"])
             case .caseTypo: return Setup(arguments: run, says: ["refund_ordr", "did you mean \"refund_order\"?"])
             default: return Setup(arguments: run)
             }

@@ -86,13 +86,15 @@ struct Evidence {
                 isMiss ? .cassetteMiss : .modelFailed,
                 "the agent's model did not answer, so the run shows the harness, not the agent: \(error)",
                 at: last,
-                hint: isMiss
-                    ? "look: \(EvalReport.replayCommand(log: log, step: state.step)); if the change is intended, record again with the "
-                        + "model reachable: agent-eval run \(ShellWords.quoted(evalCase.location.path)) --record new"
-                    : error.contains(RunStopped.replyNotCapturedPhrase)
-                        ? "the trace holds no reply content: turn on the instrumentation's content capture "
-                            + "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true) and collect or import the run again"
-                        : "check that the model endpoint is up and answers (upstream:, --base-url, the API key), or replay it from a cassette"
+                hint: Self.isDamagedRecording(error)
+                    ? Self.damagedRecordingHint(evalCase)
+                    : isMiss
+                        ? "look: \(EvalReport.replayCommand(log: log, step: state.step)); if the change is intended, record again with the "
+                            + "model reachable: agent-eval run \(ShellWords.quoted(evalCase.location.path)) --record new"
+                        : error.contains(RunStopped.replyNotCapturedPhrase)
+                            ? "the trace holds no reply content: turn on the instrumentation's content capture "
+                                + "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true) and collect or import the run again"
+                            : "check that the model endpoint is up and answers (upstream:, --base-url, the API key), or replay it from a cassette"
             )
         }
         if let stop = state.stop, stop.isSimulatorFault {
@@ -103,13 +105,15 @@ struct Evidence {
                 "the conversation's simulated user could not go on at user turn \(state.userTurns.count + 1) (step \(state.step)), "
                     + "so the run shows the simulator, not the agent: \(error)",
                 at: last,
-                hint: isMiss
-                    ? "the user's requests follow the agent's replies: look at \(EvalReport.replayCommand(log: log, step: state.step)); "
-                        + "if the change is intended, record again with the models reachable: agent-eval run "
-                        + "\(ShellWords.quoted(evalCase.location.path)) --record new"
-                    : "check the case's user\(evalCase.user.map { " (\($0.location))" } ?? ""): its script (a line for every turn, "
-                        + "ending with end: user_stop) or its model; the replay shows what the agent said: "
-                        + EvalReport.replayCommand(log: log, step: state.step))
+                hint: Self.isDamagedRecording(error)
+                    ? Self.damagedRecordingHint(evalCase)
+                    : isMiss
+                        ? "the user's requests follow the agent's replies: look at \(EvalReport.replayCommand(log: log, step: state.step)); "
+                            + "if the change is intended, record again with the models reachable: agent-eval run "
+                            + "\(ShellWords.quoted(evalCase.location.path)) --record new"
+                        : "check the case's user\(evalCase.user.map { " (\($0.location))" } ?? ""): its script (a line for every turn, "
+                            + "ending with end: user_stop) or its model; the replay shows what the agent said: "
+                            + EvalReport.replayCommand(log: log, step: state.step))
         }
         let expected = evalCase.expected
         let valid = state.decisions.count - state.counters.invalidDecisions
@@ -219,6 +223,17 @@ struct Evidence {
         return expected.toolsNotCalled.contains(where: available.contains) || !expected.notSequence.isEmpty
             || expected.toolsAllowed != nil
             || expected.turns.contains { $0.turn >= firstOpen && forbidsWhatItCouldStillDo($0.expected, state: state) }
+    }
+
+    /// Whether a model's failure was a cassette's recording that cannot be replayed (damaged,
+    /// edited, another request's): the cassette's errors name the recording's file.
+    static func isDamagedRecording(_ error: String) -> Bool {
+        error.contains("the recording ") && error.contains(".json.gz ")
+    }
+
+    static func damagedRecordingHint(_ evalCase: EvalCase) -> String {
+        "a recording of the case's cassette is damaged or edited: restore the cassette from version control, or record it again "
+            + "with the models reachable: agent-eval run \(ShellWords.quoted(evalCase.location.path)) --record all"
     }
 
     /// How `stop` cut a run short, or nil when the run ended on its own (or the policy ended it:
