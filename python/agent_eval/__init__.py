@@ -12,14 +12,22 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import warnings
 
-__all__ = ["AgentEvalError", "AgentEvalNotFound", "ExpectationFailed", "Run", "Runs", "find_bin", "record", "run"]
+__all__ = [
+    "AgentEvalError", "AgentEvalNotFound", "AgentEvalWarning", "ExpectationFailed", "Run", "Runs", "find_bin", "record", "run",
+]
 
 BINARY = "agent-eval"
 
 
 class AgentEvalNotFound(RuntimeError):
     """The `agent-eval` binary is nowhere this package looks."""
+
+
+class AgentEvalWarning(UserWarning):
+    """A warning agent-eval gave a case's run, shown even when the case passes (a tool called
+    whose every attempt failed, `--user frozen` answering another conversation)."""
 
 
 def _candidates():
@@ -93,6 +101,17 @@ def document_problem(document, schema, binary):
     return (said + ": the binary and the package come from different releases; install the two together (the wheel "
             "carries its binary; docs/python.md), or point AGENT_EVAL_BIN (--agent-eval-bin, binary=) at the binary "
             "of this package's release")
+
+
+def warn_of(case, subject):
+    """Each warning the engine gave a case's runs (its results report's `runs[].warnings`, in
+    the console report even when the case passes) as a Python warning, `AgentEvalWarning`: the
+    pytest plugin's items and `expect()` call it, so a green test does not hide it."""
+    import warnings
+    for entry in case.get("runs") or []:
+        for message in entry.get("warnings") or []:
+            where = " (%s)" % entry["log"] if entry.get("log") else ""
+            warnings.warn(AgentEvalWarning("%s: %s%s" % (subject, message, where)), stacklevel=3)
 
 
 def package_version():

@@ -35,7 +35,7 @@ import warnings
 
 import pytest
 
-from agent_eval import AgentEvalNotFound, document_problem, find_bin, named_bin
+from agent_eval import AgentEvalNotFound, document_problem, find_bin, named_bin, warn_of
 
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 # A `caseId` or `expected` key anywhere in the text (block or flow style, at any indentation, quoted
@@ -542,6 +542,7 @@ class CaseItem(pytest.Item):
         # The gate's rule, case by case (ReportCounts.failsGate, as the JUnit file and the
         # annotations apply it): a test is green exactly when `agent-eval run` lets the case pass.
         case = self.case
+        warn_of(case, self.case_id)
         quarantine = case.get("quarantine")
         passes = case.get("outcome") in ("pass", "flaky_pass")
         fail_on = case.get("_fail_on", "any")

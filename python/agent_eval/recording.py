@@ -98,6 +98,8 @@ def _expect(logs, expectations, extra, binary, cwd, subject):
         raise AgentEvalError("agent-eval's report holds no result for %s (exit %d):\n%s" % (
             subject, process.returncode, (process.stderr or process.stdout).strip()))
     entry = entries[0]
+    from agent_eval import warn_of
+    warn_of(entry, subject)
     if entry.get("outcome") in ("pass", "flaky_pass"):
         return entry
     from agent_eval.pytest_plugin import explain

@@ -161,6 +161,39 @@ def test_k_selects_cases_by_id_and_junit_xml_names_them(pytester):
     assert 'name="second-case"' in xml and "first-case" not in xml
 
 
+FAILING_TOOL_AGENT = """name: failing
+instructions: Look the order up.
+model:
+  script: failing.model.yaml
+tools:
+  - name: lookup_order
+    description: Finds an order.
+    side_effect: read
+    input_schema: {type: object, properties: {order_id: {type: string}}}
+    fixture:
+      - fail_attempts: 5
+        error: order service down
+        output: {}
+"""
+FAILING_TOOL_MODEL = """name: failing-script
+decisions:
+  - tool_calls: [{name: lookup_order, arguments: {order_id: A-1}}]
+  - answer: The order service is down.
+"""
+
+
+def test_a_passing_cases_warnings_are_python_warnings_not_lost(pytester):
+    pytester.makefile(".yaml", agent=FAILING_TOOL_AGENT)
+    pytester.makefile(".model.yaml", failing=FAILING_TOOL_MODEL)
+    pytester.makefile(".yaml", cases="caseId: looked-up\nagent: agent.yaml\ninput: where is A-1?\n"
+                      "expected:\n  toolsCalled: [lookup_order]\n")
+    result = pytester.runpytest(*PLUGIN, "-W", "default")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*AgentEvalWarning: looked-up: lookup_order was called, but every attempt failed*",
+    ])
+
+
 def test_python_m_agent_eval_is_the_binary():
     process = subprocess.run(
         [sys.executable, "-m", "agent_eval", "--version"], capture_output=True, text=True, check=False)
