@@ -718,6 +718,9 @@ class Handler(BaseHTTPRequestHandler):
     def scenario_support_chat(self, body, attempt, anthropic):
         """The agent: asks for the order, reads it back, refunds once the customer says yes."""
         turn = last_turn(body)
+        # An input guardrail's question about the user's message (a chat of its own): its verdict.
+        if "Is the message above safe?" in turn["user"]:
+            return self.say("SAFE", anthropic, body=body)
         if turn["result"] == "refund_order":
             return self.say("Done: a refund of 49.99 EUR for order A-1042 is on its way.", anthropic, body=body)
         if turn["result"] == "lookup_order":

@@ -229,6 +229,43 @@ struct CommandConversationTests {
         }
     }
 
+    @Test(
+        "an input guardrail's chat, which opens with what the user said and asks whether it is safe, was not the agent's reply: the user is answered by the agent"
+    )
+    func guardrailIsAside() async throws {
+        try await TemporaryDirectory.with { directory in
+            let server = try LocalModelServer()
+            defer { server.stop() }
+            // The raw SDK loop, which first asks its model about each user message in a chat of its
+            // own that opens with the message (the input-guardrail shape); the model says SAFE.
+            let loop = try String(
+                contentsOf: ExampleRuns.fixtures.appendingPathComponent("external/raw_sdk_chat.py"), encoding: .utf8)
+            let appended = "        messages.append({\"role\": \"user\", \"content\": line.rstrip(\"\\n\")})\n"
+            let guarded = loop.replacingOccurrences(
+                of: appended,
+                with: "        client.chat.completions.create(model=\"gpt-test\", messages=[\n"
+                    + "            {\"role\": \"user\", \"content\": line.rstrip(\"\\n\")},\n"
+                    + "            {\"role\": \"user\", \"content\": \"Is the message above safe? Reply SAFE or UNSAFE.\"}])\n" + appended)
+            #expect(guarded != loop, "the loop appends each turn as \(appended)")
+            try guarded.write(toFile: directory.path("guarded.py"), atomically: true, encoding: .utf8)
+            try Self.writeCase(
+                directory, command: [try await RecordCommandTests.python(), "guarded.py"], agentBase: server.baseURL("support-chat"),
+                user: Self.scriptedUser)
+            let result = try await agentEval(
+                ["run", "case.yaml", "--no-catalog", "--out", "runs"], in: directory.url, environment: Self.environment)
+            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+            let state = try RecordCommandTests.state(directory.path("runs/chat-1.jsonl.gz"))
+            #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "It's A-1042.", "yes, please", "great, thanks!"])
+            #expect(
+                state.agentMessages == [
+                    "I'm sorry to hear that! What is your order number?",
+                    "I found order A-1042, an espresso mug set, 49.99 EUR. Shall I refund it in full?",
+                    "Done: a refund of 49.99 EUR for order A-1042 is on its way.",
+                ], "\(state.agentMessages)")
+            #expect(state.decisions.count { $0.isAside } >= 3, "\(state.decisions.map(\.isAside))")
+        }
+    }
+
     @Test("an answer in a side conversation (a note for the back office) was not said to the user: marked aside, no check or user reads it")
     func sideConversationIsAside() async throws {
         try await TemporaryDirectory.with { directory in

@@ -205,6 +205,11 @@ struct ConversationCommandTests {
             let state = try Self.state(directory.path("runs/3/conversation-1.jsonl.gz"))
             #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "It's A-1042.", "yes, please", "great, thanks!"])
             #expect(state.agentMessages.first == "Oh no, I'm sorry! Could you tell me your order number, please?")
+            // The log says which turns were replayed from the recording (given, naming the model
+            // that said them then, with no call of this run's), not asked of the model now.
+            let replayed = state.userTurns.dropFirst().map(\.turn)
+            #expect(replayed.allSatisfy { $0.source == .given && $0.model?.name == "customer-model" && $0.usage == nil }, "\(replayed)")
+            #expect(state.userUsage.modelCalls == 0)
             let report = try JSONParser.parse(Array(frozen.stdout))
             // A warning: shown even though the case passed.
             let warnings = report["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["warnings"]?.arrayValue ?? []

@@ -30,6 +30,52 @@ struct ConversationBookTests {
         book.conversations[number]?.openCalls[id] = (logId: id, tool: "lookup", atUs: 0)
     }
 
+    @Test(
+        "which conversation is the agent's talk with the user: the first, or one opening with what the user said — not a guardrail's question about it, nor a request for an answer in a schema"
+    )
+    func userTalk() {
+        let said: Set<String> = ["hi, my order arrived broken"]
+        func talks(_ number: Int, _ view: ModelRequestView) -> Bool {
+            ExchangeRecorder.isUserTalk(
+                number: number, goal: number == 1 ? "hi, my order arrived broken" : view.firstUserText ?? "", view: view, said: said)
+        }
+        let agent = Self.request(system: "You are a support agent.", user: "hi, my order arrived broken")
+        #expect(talks(1, agent) && talks(2, agent))
+        // A program that words the turn otherwise in its first conversation, or wraps it in a template.
+        #expect(talks(1, Self.request(system: "s", user: "HI, MY ORDER ARRIVED BROKEN")))
+        #expect(
+            talks(
+                2,
+                Self.request(
+                    system: "s", user: "hi, my order arrived broken",
+                    more: [["role": "user", "content": "Customer: hi, my order arrived broken"]])))
+        // A guardrail's chat: the user's words, then its own question about them.
+        let guardrail = Self.request(
+            system: "", user: "hi, my order arrived broken", more: [["role": "user", "content": "Is the message above safe?"]])
+        #expect(!talks(1, guardrail) && !talks(2, guardrail))
+        // An answer asked for in a JSON schema (the OpenAI Agents SDK's guardrail agent), in each API.
+        let schemas: [(ModelAPI, String, JSONValue)] = [
+            (.openAIChat, "response_format", ["type": "json_schema", "json_schema": ["name": "v"]]),
+            (.openAIResponses, "text", ["format": ["type": "json_schema", "name": "v"]]),
+            (.anthropicMessages, "output_format", ["type": "json_schema"]),
+        ]
+        for (api, key, format) in schemas {
+            var request = JSONObject()
+            request[key] = format
+            request["model"] = "m"
+            if api == .openAIResponses {
+                request["input"] = "hi, my order arrived broken"
+            } else {
+                request["messages"] = [["role": "user", "content": "hi, my order arrived broken"]]
+            }
+            let view = ModelRequestView(api: api, body: .object(request))
+            #expect(view.answersInSchema, "\(api)")
+            #expect(!talks(1, view), "\(api)")
+        }
+        // A chat that does not open with the user's words is a side conversation, as before.
+        #expect(!talks(2, Self.request(system: "notes", user: "Write the note on the conversation so far.")))
+    }
+
     @Test("the same opening with more messages continues a conversation; another opening begins one; the first takes the run's goal")
     func openings() {
         var book = ConversationBook()

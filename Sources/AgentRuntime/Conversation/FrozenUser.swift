@@ -115,6 +115,14 @@ public struct FrozenUser: SimulatedUser {
             turn, from: best.reply, model: ModelIdentity(provider: settings.provider.rawValue, name: settings.name))
         // What the recorded call was sent: the frozen turn is that call's reply.
         said.sampling = best.sampling
+        // Given from a recording, not said by the model in this run: the log says so (a replay,
+        // `view` and the catalog showed it as the model's answer to what the agent says now), and
+        // no call was made, so it has no usage, cost or latency of its own. `model` still names
+        // the model that said it when it was recorded.
+        said.source = .given
+        said.usage = nil
+        said.costUSD = nil
+        said.latencyUs = nil
         return said
     }
 }

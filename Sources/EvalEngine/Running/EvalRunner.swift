@@ -599,7 +599,11 @@ public struct EvalRunner: Sendable {
             result.error = DiagnosticRecord(describing: error)
             return result
         }
-        guard state.userTurns.contains(where: { $0.turn.source == .model }) else { return result }
+        // The model's words: said in this run, or replayed from its recording (`--user frozen`:
+        // given, naming the model).
+        guard state.userTurns.contains(where: { $0.turn.source == .model || $0.turn.source == .given && $0.turn.model != nil }) else {
+            return result
+        }
         let grade = await judge.reviewUser(state, persona: spec.persona, rubric: rubric, round: repeatIndex)
         result.judgements += grade.judgements
         if let error = grade.error {

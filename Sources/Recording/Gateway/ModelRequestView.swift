@@ -31,6 +31,13 @@ struct ModelRequestView {
     var system: String
     /// The first user message's text: the run's goal.
     var firstUserText: String?
+    /// The last user message's text (tool results written back as user messages left out):
+    /// what the request asks the model about.
+    var lastUserText: String?
+    /// The request asks for an answer in a JSON schema or as a JSON object (`response_format`,
+    /// the Responses API's `text.format`, Anthropic's `output_format`): a classifier's or an
+    /// extractor's question (an input guardrail), not talk with a person.
+    var answersInSchema: Bool
     var results: [ToolResult]
     var echoes: [EchoedExchange]
     /// The tools the request discloses, in the request's order.
@@ -54,8 +61,11 @@ struct ModelRequestView {
             if let callText = pendingEcho { echoes.append(EchoedExchange(callText: callText, resultText: MessageText.of(resultContent))) }
             pendingEcho = nil
         }
+        var lastUser: String?
         func user(_ content: JSONValue?) {
-            if firstUser == nil { firstUser = MessageText.of(content) }
+            let text = MessageText.of(content)
+            if firstUser == nil { firstUser = text }
+            lastUser = text
         }
         switch api {
         case .openAIChat:
@@ -109,6 +119,7 @@ struct ModelRequestView {
             case .string(let text)?:
                 count = 1
                 firstUser = text
+                lastUser = text
             case .array(let items)?:
                 for item in items {
                     count += 1
@@ -127,6 +138,9 @@ struct ModelRequestView {
         }
         self.system = system.filter { !$0.isEmpty }.joined(separator: "\n\n")
         firstUserText = firstUser
+        lastUserText = lastUser
+        let format = body["response_format"]?["type"] ?? body["text"]?["format"]?["type"] ?? body["output_format"]?["type"]
+        answersInSchema = format == .string("json_schema") || format == .string("json_object")
         self.results = results
         self.echoes = echoes.filter { !$0.callText.isEmpty }
         messageCount = count

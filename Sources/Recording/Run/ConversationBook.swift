@@ -20,6 +20,9 @@ struct ConversationBook {
         var lastOutcome: DecisionMade.Outcome?
         /// The number of the run's answered request that this conversation's last one was.
         var lastAnswered = 0
+        /// In a conversation with a simulated user, whether this is the agent's talk with the user,
+        /// decided at its first request (`ExchangeRecorder.isUserTalk`); nil until then.
+        var isUserTalk: Bool?
     }
 
     /// The conversations kept, by number: at most `maxKept` (those with calls still open, and

@@ -422,11 +422,13 @@ public final class ExchangeRecorder: Sendable {
         let carried = state.failures.filter(isCarried)
         state.failures.removeAll(where: isCarried)
         let attempts = try storedAttempts(of: carried, recorder: recorder, state: &state)
-        // In a conversation with a simulated user, only the agent's talk with the user (the first
-        // model conversation, or one that opens with what the user said) speaks to the user: a
-        // side conversation's answer (a summary, a classifier) is marked aside, so no check or
-        // user reads it as said to the user.
-        let isUserTalk = number == 1 || state.talk.saidTexts.contains(conversation.goal)
+        // In a conversation with a simulated user, only the agent's talk with the user speaks to
+        // the user: a side conversation's answer (a summary, a classifier, an input guardrail) is
+        // marked aside, so no check or user reads it as said to the user. Decided at the
+        // conversation's first request.
+        let isUserTalk =
+            conversation.isUserTalk ?? Self.isUserTalk(number: number, goal: conversation.goal, view: view, said: state.talk.saidTexts)
+        conversation.isUserTalk = isUserTalk
         try recorder.record(
             .decisionMade(
                 DecisionMade(
@@ -462,6 +464,22 @@ public final class ExchangeRecorder: Sendable {
         state.lastFailure = nil
         try recorder.endStep()
         try recorder.writer.flush(sync: false)
+    }
+
+    /// Whether the model conversation `number` (opening with `goal`), whose first request is
+    /// `view`, is the agent's talk with the user: the first conversation, or one that opens with
+    /// what the user said (a program that starts a new chat each turn) — unless that request asks
+    /// for an answer in a JSON schema (a classifier's verdict, the OpenAI Agents SDK's guardrail
+    /// agents), or opens with the user's words and then asks a question of its own about them:
+    /// its last user message holds none of them (a guardrail's "is the message above safe?").
+    /// Such a conversation's answer was taken for the agent's reply, and the user answered "SAFE".
+    /// (A first conversation that opens otherwise — a program that rewrites what the user says —
+    /// is the user's talk as before; its answers are placed by the turns its requests hold.)
+    static func isUserTalk(number: Int, goal: String, view: ModelRequestView, said: Set<String>) -> Bool {
+        guard number == 1 || said.contains(goal) else { return false }
+        if view.answersInSchema { return false }
+        guard let first = view.firstUserText, said.contains(first), let last = view.lastUserText else { return true }
+        return said.contains { !$0.isEmpty && last.contains($0) }
     }
 
     /// Records a call's result: its output inline, or stored as content and referenced when it is
