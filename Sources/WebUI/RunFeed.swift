@@ -122,15 +122,20 @@ struct RunFeed: Sendable {
                 "text",
                 (stop.map { "stopped: \($0), but " } ?? "")
                     + "\(mismatches.count) of \(checked) state digests do not match the state its events rebuild")
+        } else if writer == nil, let tear = document["verification"]?["tear"]?.stringValue {
+            // Cut off, whatever stop it recorded before the cut: `log verify` calls it damaged, and
+            // a case over it could not run (its end is unproven).
+            object.set("state", "torn")
+            object.set(
+                "text",
+                "torn, and no process writes it (the writer died?)" + (stop.map { ", after it recorded a stop (\($0))" } ?? "")
+                    + ": \(tear); agent-eval log repair seals it")
         } else if let stop, writer == nil || stop != "approval_required" {
             object.set("state", "stopped")
             object.set("text", "stopped: " + stop)
         } else if let writer {
             object.set("state", "running")
             object.set("text", "being written (process \(writer))")
-        } else if let tear = document["verification"]?["tear"]?.stringValue {
-            object.set("state", "torn")
-            object.set("text", "torn, and no process writes it (the writer died?): \(tear); agent-eval log repair seals it")
         } else {
             object.set("state", "unfinished")
             object.set("text", "no stop is recorded and no process writes it here")

@@ -294,10 +294,13 @@ final class WebHandler: HTTPRequestHandling {
                 // page's stream as outlines, whose events the page fetches as the reader reaches
                 // them (`/api/run/steps`).
                 let isLong = Self.isLong(log)
+                // As a stream's read does (`read(_:after:outlines:)`): a writer that closed the log
+                // during the read was writing it.
+                let writerBefore = LogWriter.writerProcess(of: log)
                 return (
                     try RunView.make(
                         log: log, readsParent: { access.allowedBlocking($0) != nil }, firstSteps: isLong ? Self.wholeSteps : nil),
-                    MCPApprovals.pending(log: log), LogWriter.writerProcess(of: log), isLong
+                    MCPApprovals.pending(log: log), LogWriter.writerProcess(of: log) ?? writerBefore, isLong
                 )
             }
         } catch {
@@ -400,6 +403,11 @@ final class WebHandler: HTTPRequestHandling {
         return await state.readers.run {
             var follower = follower
             let log = follower.path
+            // A writer that closes the log while it is read leaves this read an open member: read
+            // with no writer after it, that is a torn log ("the writer died?") until the next read.
+            // It was being written: the page says so, and the close brings the next read (a writer
+            // that died instead is looked for again while the page says it runs).
+            let writerBefore = LogWriter.writerProcess(of: log)
             let document: JSONValue
             var lastStep: Int?
             do {
@@ -413,7 +421,8 @@ final class WebHandler: HTTPRequestHandling {
                 document = ["error": ["message": .string(FileProblem.reason(of: error))], "steps": []]
             }
             let found = LiveRead(
-                document: document, approvals: MCPApprovals.pending(log: log), writer: LogWriter.writerProcess(of: log), lastStep: lastStep)
+                document: document, approvals: MCPApprovals.pending(log: log), writer: LogWriter.writerProcess(of: log) ?? writerBefore,
+                lastStep: lastStep)
             return (found, follower)
         }
     }

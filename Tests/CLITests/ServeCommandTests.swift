@@ -605,6 +605,27 @@ struct ServeCommandTests {
         _ = await server.stop()
     }
 
+    @Test("a log cut after its recorded stop, which no process writes, is torn on its page, never the green stop it recorded")
+    func tornAfterItsStop() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        let whole = try Data(contentsOf: ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz"))
+        // The gzip trailer's last bytes gone: `log verify` says torn, and a case over it could not run.
+        let path = runs + "/cut.jsonl.gz"
+        try whole.dropLast(8).write(to: URL(fileURLWithPath: path))
+        let server = try await Server.start([runs], in: directory)
+        let page = try await server.get("/run?log=" + Self.escaped(path))
+        #expect(page.status == 200)
+        let status = try #require(try PageData.json(page.body)["live"]?["status"])
+        #expect(status["state"] == "torn", "\(status)")
+        #expect(
+            status["text"]?.stringValue?.hasPrefix("torn, and no process writes it (the writer died?), after it recorded a stop (success)")
+                == true)
+        _ = await server.stop()
+    }
+
     @Test("the audit page: a --policy judges every call of the runs a filter shows, as agent-eval audit judges them")
     func audit() async throws {
         let directory = try TemporaryDirectory()
