@@ -282,6 +282,19 @@ final class WebHandler: HTTPRequestHandling {
         guard let log = await state.access.allowed(given) else { return notShown(given) }
         // A served folder may name a log that is not there: not found, not a damaged log.
         guard FileManager.default.fileExists(atPath: log) else { return .text(404, "there is no log at \(log)") }
+        // A pipeline log is drawn as its pipeline, as `view` draws it (its digests checked by the
+        // pipeline fold, its child runs embedded), never judged by the rules of a run's log: read
+        // as a run, an edited one was shown with 0 digests checked and a green banner.
+        if await state.readers.run({ Self.isPipelineLog(log) }) {
+            do {
+                let view = try await state.readers.run { try PipelineRunView.make(log: log) }
+                var data = view.page.data.objectValue ?? JSONObject()
+                data["served"] = state.served
+                return page(200, HTMLPage(title: view.page.title, data: .object(data)))
+            } catch {
+                return .text(500, "\(log) cannot be shown: \(FileProblem.reason(of: error))")
+            }
+        }
         _ = state.watcher.follow(log)
         let access = state.access
         let view: RunView
@@ -328,6 +341,12 @@ final class WebHandler: HTTPRequestHandling {
         return page(200, HTMLPage(title: view.page.title, data: .object(data)))
     }
 
+    /// Whether `log` is a pipeline's log: its first event is `pipeline_started`.
+    static func isPipelineLog(_ log: String) -> Bool {
+        guard case .pipeline(.started)? = try? LogReader(path: log).firstEvent()?.event.payload else { return false }
+        return true
+    }
+
     /// Whether `log` is shown in two parts, its first steps and then outlines (docs/serve.md, "Long
     /// runs"): its file is large, or its text is (counted up to the bound, never kept).
     static func isLong(_ log: String) -> Bool {
@@ -353,6 +372,9 @@ final class WebHandler: HTTPRequestHandling {
             return .json(400, ["error": .string("at most \(Self.maxFetchedSteps) steps at once")])
         }
         guard let log = await state.access.allowed(given) else { return .json(404, ["error": .string(notShownText(given))]) }
+        guard await !state.readers.run({ Self.isPipelineLog(log) }) else {
+            return .json(400, ["error": .string("\(log) is a pipeline log: it has tasks, not steps")])
+        }
         let catalog = state.catalog
         do {
             let steps = try await state.readers.run { () -> [JSONValue] in
@@ -447,6 +469,11 @@ final class WebHandler: HTTPRequestHandling {
         }
         guard FileManager.default.fileExists(atPath: log) else {
             try await Response.text(404, "there is no log at \(log)").send(to: request.head, outbound)
+            return
+        }
+        guard await !state.readers.run({ Self.isPipelineLog(log) }) else {
+            try await Response.text(400, "\(log) is a pipeline log: its page (/run?log=…) draws the pipeline; it has no run to stream")
+                .send(to: request.head, outbound)
             return
         }
         let resumed = request.header("last-event-id") ?? request.parameter("after")

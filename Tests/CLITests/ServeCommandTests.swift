@@ -626,6 +626,43 @@ struct ServeCommandTests {
         _ = await server.stop()
     }
 
+    @Test(
+        "a pipeline log's page draws its pipeline, as view does: an edited one shows its digests differ, never a run's page with 0 digests checked and a green banner"
+    )
+    func pipelineLogPage() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: ExampleRuns.fixtures.appendingPathComponent("pipelines/recorded/triage-recovery").path, toPath: runs + "/triage")
+        // One task's output changed and the member chain computed again: only the digests tell.
+        let path = runs + "/triage/pipeline.jsonl.gz"
+        let text = try GzipData.decompress(Array(try Data(contentsOf: URL(fileURLWithPath: path))), path: path)
+        var lines = text.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
+        #expect(lines[13].contains("\"billing\""))
+        lines[13] = lines[13].replacingOccurrences(of: "\"billing\"", with: "\"refunds\"")
+        let first = Array(lines[..<14].map { $0 + "\n" }.joined().utf8)
+        let previous = try #require(try JSONParser.parse(Array(lines[14].utf8))["prev"]?.stringValue)
+        lines[14] = lines[14].replacingOccurrences(of: previous, with: ContentHash.sha256Hex(first))
+        let rest = Array(lines[14...].map { $0 + "\n" }.joined().utf8)
+        try Data(try GzipData.compress(first) + GzipData.compress(rest)).write(to: URL(fileURLWithPath: path))
+        let verify = try await agentEval(["log", "verify", path])
+        #expect(verify.status == 1 && verify.stdoutText.contains("EDITED"), "\(verify.stdoutText)")
+
+        let server = try await Server.start([runs], in: directory)
+        let page = try await server.get("/run?log=" + Self.escaped(path))
+        #expect(page.status == 200)
+        let data = try PageData.json(page.body)
+        #expect(data["view"] == "pipeline", "\(data)")
+        #expect(data["summary"]?["ok"] == false)
+        #expect(data["pipeline"]?["digest_mismatches"]?.arrayValue?.count == 1, "\(String(describing: data["pipeline"]))")
+        #expect(data["live"] == nil, "no run's live banner")
+        let stream = try await server.get("/events/run?log=" + Self.escaped(path))
+        #expect(stream.status == 400)
+        _ = await server.stop()
+    }
+
     @Test("the audit page: a --policy judges every call of the runs a filter shows, as agent-eval audit judges them")
     func audit() async throws {
         let directory = try TemporaryDirectory()
