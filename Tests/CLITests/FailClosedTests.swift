@@ -482,6 +482,9 @@ struct FailClosedTests {
         try await TemporaryDirectory.with { directory in
             let log = directory.path("session.jsonl.gz")
             try FileManager.default.copyItem(atPath: fixture("support-sample.jsonl.gz"), toPath: log)
+            // This process holds the log's write lock, as the proxy that asks does.
+            let (writer, _) = try LogWriter.open(at: log)
+            defer { try? writer.close() }
             for round in 1...5 {
                 let callId = "mcp-\(round)"
                 let folder = log + ".approvals"
@@ -508,6 +511,9 @@ struct FailClosedTests {
         try await TemporaryDirectory.with { directory in
             let log = directory.path("session.jsonl.gz")
             try FileManager.default.copyItem(atPath: fixture("support-sample.jsonl.gz"), toPath: log)
+            // This process holds the log's write lock, as the proxy that asks does.
+            let (writer, _) = try LogWriter.open(at: log)
+            defer { try? writer.close() }
             try MCPApprovals.ask(
                 log: log, call: MCPApprovals.PendingCall(callId: "mcp-1", tool: "refund_order", arguments: ["amount": 9_999_999]))
             // The agent, which can write beside the log, makes the call look harmless.
@@ -518,6 +524,28 @@ struct FailClosedTests {
             #expect(!listed.stdoutText.contains("lookup_order"), "\(listed.stdoutText)")
             let approved = try await agentEval(["approve", log, "mcp-1"], in: directory.url)
             #expect(approved.status == 0 && approved.stdoutText.contains("approved mcp-1 (refund_order)"), "\(approved.stdoutText)")
+        }
+    }
+
+    @Test(
+        "a call whose proxy is gone (nothing holds the log's write lock) is not listed as waiting, and an answer to it is refused: nothing would take it"
+    )
+    func answerWithNoProxy() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = directory.path("session.jsonl.gz")
+            try FileManager.default.copyItem(atPath: fixture("support-sample.jsonl.gz"), toPath: log)
+            let (writer, _) = try LogWriter.open(at: log)
+            try MCPApprovals.ask(
+                log: log, call: MCPApprovals.PendingCall(callId: "mcp-1", tool: "refund_order", arguments: ["amount": 50000]))
+            // The proxy dies (its lock goes with it): its pending file is left beside the log.
+            try writer.close()
+            #expect(FileManager.default.fileExists(atPath: log + ".approvals/mcp-1.pending.json"))
+            let listed = try await agentEval(["approve", log], in: directory.url)
+            #expect(!listed.stdoutText.contains("mcp-1"), "\(listed.stdoutText)")
+            let approved = try await agentEval(["approve", log, "mcp-1"], in: directory.url)
+            #expect(approved.status != 0, "\(approved.stdoutText)")
+            #expect(approved.stderr.contains("no process waits for its answer now"), "\(approved.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: log + ".approvals/mcp-1.json"), "no answer left for nothing to take")
         }
     }
 }

@@ -78,7 +78,17 @@ public enum MCPApprovals {
     /// arguments, rule — is read from where the proxy keeps the call's proof, which the agent's
     /// tools do not reach: the pending file beside the log says only which calls wait, since an
     /// agent that can write there could make it show another call than the one that would run.
+    ///
+    /// Only a process that holds the log's write lock (the proxy, or the run it is part of) waits:
+    /// the pending files of a proxy that exited or was killed are left from it, and an answer to
+    /// them would be taken by nothing — so they are not listed, and not answered.
     public static func pending(log: String) -> [PendingCall] {
+        guard LogWriter.writerProcess(of: log) != nil else { return [] }
+        return listed(log: log)
+    }
+
+    /// The calls the pending files beside `log` name, whoever writes it.
+    private static func listed(log: String) -> [PendingCall] {
         let directory = directory(forLog: log)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.filter { $0.hasSuffix(".pending.json") }.sorted().compactMap { name in
@@ -100,6 +110,18 @@ public enum MCPApprovals {
     }
 
     private static func place(_ answer: Answer, for callId: String, log: String) throws(RecordingError) -> PendingCall {
+        guard LogWriter.writerProcess(of: log) != nil else {
+            let left = listed(log: log).contains { $0.callId == callId }
+            throw RecordingError(
+                .approvalFailed,
+                left
+                    ? "call \"\(callId)\" was waiting in \(log), but no process waits for its answer now: nothing holds the log's "
+                        + "write lock (the proxy exited or was killed), so an answer would be taken by nothing"
+                    : "no call \"\(callId)\" waits for approval in \(log): no process writes it",
+                hint: left
+                    ? "make the call again through a running mcp-proxy; agent-eval log verify \(log) says how the log ended"
+                    : "nothing waits there now: no mcp-proxy (or run) is writing the log")
+        }
         let waiting = pending(log: log)
         guard let call = waiting.first(where: { $0.callId == callId }) else {
             let others = waiting.map(\.callId)
