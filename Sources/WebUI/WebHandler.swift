@@ -497,12 +497,16 @@ final class WebHandler: HTTPRequestHandling {
         while !Task.isCancelled {
             let generation = state.watcher.generation(of: key)
             var found: LiveRead
+            let startsBefore = follower.readsFromStart
             (found, follower) = await read(follower, after: cursor, outlines: outlines)
             let runId = found.document["run_id"]?.stringValue
             // A log that holds fewer steps than the page was sent (replaced by a shorter copy)
-            // starts the page again too: what it holds past them is no longer the log's.
+            // starts the page again too: what it holds past them is no longer the log's. So does
+            // one the follower read again from its start (another file put in its place, with as
+            // many steps of the same run: the steps the page holds may no longer be its steps).
             let shrank = found.lastStep.map { $0 < cursor.step } ?? false
-            if cursor != .start, shrank || (shownRun != nil && runId != nil && runId != shownRun) {
+            let readAgain = startsBefore > 0 && follower.readsFromStart > startsBefore
+            if cursor != .start, shrank || readAgain || (shownRun != nil && runId != nil && runId != shownRun) {
                 cursor = .start
                 resets = true
                 outlines = outlineRule()

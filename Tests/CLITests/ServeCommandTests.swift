@@ -270,6 +270,43 @@ struct ServeCommandTests {
     }
 
     @Test(
+        "an open page whose log is replaced by another file of the same run and as many steps starts again: its steps are the new file's, not the old under the new banner"
+    )
+    func sameRunReplacedWhileOpen() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        let log = runs + "/r.jsonl.gz"
+        // The same run id and steps: an edited copy (its chain and digests made again) put in place.
+        for (path, seed) in [(log, 1), (directory.path("other.jsonl.gz"), 2)] {
+            var corpus = SyntheticCorpus(seed: UInt64(seed))
+            var events: [(payload: EventPayload, step: Int)] = [(.runStarted(corpus.start(steps: 3)), 0)]
+            for step in 1...3 { events += corpus.step(step) }
+            events.append((.runStopped(RunStopped(reason: .success)), 3))
+            try DigestedLog.write(events, to: path, runId: "run-same")
+        }
+        let server = try await Server.start([runs], in: directory)
+        let replaced = Mutex(false)
+        let other = directory.path("other.jsonl.gz")
+        let streamed = try await HTTPTestClient.events(port: server.port, "/events/run?log=\(Self.escaped(log))", timeout: 60) { events in
+            // Once the page has the first file's steps, the other file takes its place.
+            if !events.isEmpty,
+                replaced.withLock({ done in
+                    defer { done = true }; return !done
+                })
+            {
+                _ = rename(other, log)
+            }
+            return events.contains { (try? $0.json()["reset"]) == true }
+        }
+        #expect(!streamed.timedOut, "no reset came: \(streamed.events.count) updates")
+        let reset = try #require(try streamed.events.first { (try? $0.json()["reset"]) == true }?.json())
+        #expect(reset["steps"]?.arrayValue?.first?["step"] == 0, "\(reset)")
+        _ = await server.stop()
+    }
+
+    @Test(
         "a client that asks to close (Connection: close, HTTP/1.0) gets its answer whole, then the end of the connection; one that keeps it alive keeps it"
     )
     func closesWhenAsked() async throws {
