@@ -98,7 +98,9 @@ public struct ConfigNode: Sendable, Hashable {
                 at: SourceLocation(path: path))
         }
         let bytes = Array(data)
-        guard let text = String(validating: bytes, as: UTF8.self) else {
+        // A byte-order mark is no part of the text (as Foundation's UTF-8 decoding leaves it out).
+        let hasMark = bytes.starts(with: [0xEF, 0xBB, 0xBF])
+        guard let text = String(validating: hasMark ? bytes.dropFirst(3) : bytes[...], as: UTF8.self) else {
             let offset = min(Self.firstInvalidUTF8(bytes), bytes.count - 1)
             throw ConfigError(
                 .syntax,

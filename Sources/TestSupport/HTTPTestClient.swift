@@ -43,11 +43,11 @@ public enum HTTPTestClient {
             var received: [UInt8] = []
             let deadline = Date().addingTimeInterval(timeout)
             while true {
-                if let answer = try parse(received, complete: false) { return answer }
+                if let answer = try parse(received, complete: false, isHead: method == "HEAD") { return answer }
                 guard let chunk = try read(socket, until: deadline) else { break }
                 received += chunk
             }
-            guard let answer = try parse(received, complete: true) else {
+            guard let answer = try parse(received, complete: true, isHead: method == "HEAD") else {
                 throw Failure(
                     description: "the server's answer to \(method) \(target) ended early: \(String(decoding: received, as: UTF8.self))")
             }
@@ -219,8 +219,9 @@ public enum HTTPTestClient {
     }
 
     /// The answer in `bytes`, once its head and its whole body are there (`complete`: the
-    /// connection ended, so the body is what came).
-    private static func parse(_ bytes: [UInt8], complete: Bool) throws -> Answer? {
+    /// connection ended, so the body is what came). The answer to a HEAD request has no body,
+    /// whatever length its head says.
+    private static func parse(_ bytes: [UInt8], complete: Bool, isHead: Bool = false) throws -> Answer? {
         guard let end = find(bytes, Array("\r\n\r\n".utf8)) else { return nil }
         let lines = String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n")
         let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
@@ -230,6 +231,7 @@ public enum HTTPTestClient {
             if parts.count == 2 { headers[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces) }
         }
         let body = Array(bytes[(end + 4)...])
+        if isHead { return Answer(status: status, headers: headers, body: []) }
         if let length = headers["content-length"].flatMap(Int.init) {
             guard body.count >= length else { return nil }
             return Answer(status: status, headers: headers, body: Array(body.prefix(length)))

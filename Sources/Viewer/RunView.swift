@@ -184,7 +184,7 @@ public struct RunView: Sendable {
                 case .valid(.toolCalls(let calls)):
                     for call in calls {
                         sketch.append(call.name)
-                        search += [call.name, JSONWriter.encodeString(call.arguments)]
+                        search += [call.name, searched(call.arguments)]
                     }
                 case .valid(.answer): sketch.append("answer")
                 case .valid(.askHuman): sketch.append("ask_human")
@@ -199,14 +199,28 @@ public struct RunView: Sendable {
             }
             switch recorded.event.payload {
             case .verdictGiven(let verdict): search.append(verdict.tool)
-            case .toolIntended(let intent): search += [intent.tool, JSONWriter.encodeString(intent.arguments)]
+            case .toolIntended(let intent): search += [intent.tool, searched(intent.arguments)]
             case .toolCompleted(let completed): search.append(completed.tool)
             default: break
             }
         }
         object["sketch"] = .string(sketch.joined(separator: ", "))
-        object["search"] = .string(search.joined(separator: "\n").lowercased())
+        // Each text once: an intent repeats its decision's arguments.
+        var seen = Set<String>()
+        object["search"] = .string(search.filter { seen.insert($0).inserted }.joined(separator: "\n").lowercased())
         return .object(object)
+    }
+
+    /// The most bytes of one call's arguments an outline's search text keeps: a long run whose
+    /// calls carry large arguments made outlines as large as the log (a page that never read its
+    /// stream held hundreds of MB of them on the server). The step, fetched whole, has them all.
+    static let searchedArgumentBytes = 4096
+
+    /// `arguments` as an outline's search text holds them: their JSON, cut at `searchedArgumentBytes`.
+    static func searched(_ arguments: JSONValue) -> String {
+        let text = JSONWriter.encodeString(arguments)
+        guard text.utf8.count > searchedArgumentBytes else { return text }
+        return String(decoding: text.utf8.prefix(searchedArgumentBytes), as: UTF8.self)
     }
 
     /// The runs of `logs` for a page that shows several (a report's, a pipeline's), in the order

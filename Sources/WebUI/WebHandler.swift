@@ -74,7 +74,9 @@ final class WebHandler: HTTPRequestHandling {
     }
 
     private func answer(_ request: WebRequest) async -> Response {
-        switch (request.head.method, request.path) {
+        // HEAD is answered as GET is, without the body (`LocalHTTPServer.answer`).
+        let method: HTTPMethod = request.head.method == .HEAD ? .GET : request.head.method
+        switch (method, request.path) {
         case (.GET, "/"): return await runsPage(request)
         case (.GET, "/api/runs"): return await runsJSON(request)
         case (.GET, "/run"): return await runPage(request)
@@ -687,9 +689,44 @@ final class WebHandler: HTTPRequestHandling {
         var object = ObjectBuilder()
         object.set("view", "report")
         object.set("served", state.served)
-        object.set("results", report)
+        object.set("results", Self.resolvingLogs(in: report))
         object.set("runs", JSONValue.array([]))
         return page(200, HTMLPage(title: "suite run \(id)", data: object.json))
+    }
+
+    /// `report` with each run's log (and each failure's) as a path from here: a report keeps them
+    /// as the suite run named them, from the folder it ran in — the project's root, usually, and
+    /// this server may run in another folder of the project, where they named nothing (every
+    /// link of the suite page answered 404). A relative path is taken from this folder when a
+    /// file is there, else from the project's root when one is there.
+    static func resolvingLogs(in report: JSONValue) -> JSONValue {
+        guard var object = report.objectValue, let cases = object["cases"]?.arrayValue else { return report }
+        object["cases"] = .array(cases.map { resolvingLogs(inCase: $0) })
+        return .object(object)
+    }
+
+    static func resolvingLogs(inCase entry: JSONValue) -> JSONValue {
+        func resolved(_ value: JSONValue?) -> JSONValue? {
+            guard case .string(let path)? = value, !path.hasPrefix("/") else { return value }
+            let here = FileManager.default.currentDirectoryPath
+            for base in [here, ConfigPath.projectRoot(of: here)] where FileManager.default.fileExists(atPath: base + "/" + path) {
+                return .string(base + "/" + path)
+            }
+            return value
+        }
+        func fixing(_ items: JSONValue?) -> JSONValue? {
+            guard let items = items?.arrayValue else { return items }
+            return .array(
+                items.map { item in
+                    guard var fields = item.objectValue else { return item }
+                    if fields["log"] != nil { fields["log"] = resolved(fields["log"]) }
+                    if fields["failures"] != nil { fields["failures"] = fixing(fields["failures"]) }
+                    return .object(fields)
+                })
+        }
+        guard var fields = entry.objectValue else { return entry }
+        if fields["runs"] != nil { fields["runs"] = fixing(fields["runs"]) }
+        return .object(fields)
     }
 
     /// A case's history (as `agent-eval history` sees it), its quarantine in the project's
@@ -712,7 +749,7 @@ final class WebHandler: HTTPRequestHandling {
             object.set("history", stability.json)
             object.set("sentence", stability.sentence)
             if let (entry, suiteRun) = failing {
-                object.set("last_failure", entry)
+                object.set("last_failure", Self.resolvingLogs(inCase: entry))
                 object.set("last_failure_suite_run", suiteRun)
             }
         } catch {

@@ -24,7 +24,10 @@ struct ServeCommandTests {
         let url: String
         let port: Int
 
-        static func start(_ arguments: [String], in directory: TemporaryDirectory, port: Int = 0) async throws -> Server {
+        static func start(_ arguments: [String], in directory: TemporaryDirectory, port: Int = 0, workingIn folder: String? = nil)
+            async throws
+            -> Server
+        {
             let output = directory.path("serve-\(UUID().uuidString).out")
             let errors = output + ".err"
             for file in [output, errors] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
@@ -32,7 +35,7 @@ struct ServeCommandTests {
             process.executableURL = URL(fileURLWithPath: try agentEvalBinary())
             process.arguments =
                 ["serve", "--listen", "127.0.0.1:\(port)", "--json", "--catalog", directory.path("catalog.sqlite")] + arguments
-            process.currentDirectoryURL = directory.url
+            process.currentDirectoryURL = folder.map { URL(fileURLWithPath: $0) } ?? directory.url
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
             try process.run()
@@ -698,6 +701,49 @@ struct ServeCommandTests {
         let stream = try await server.get("/events/run?log=" + Self.escaped(path))
         #expect(stream.status == 400)
         _ = await server.stop()
+    }
+
+    @Test("a suite's run links work from any folder of the project serve runs in: a report's log paths are taken from where run ran")
+    func suiteLinksFromAnotherFolder() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        for folder in [".agent-eval", "runs", "cases"] {
+            try FileManager.default.createDirectory(atPath: directory.path(folder), withIntermediateDirectories: true)
+        }
+        try FileManager.default.copyItem(
+            atPath: ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path,
+            toPath: directory.path("runs/support-refund.jsonl.gz"))
+        try "caseId: refund\nlogs: ../runs/support-refund.jsonl.gz\nexpected:\n  stopReason: budget_exhausted\n".write(
+            toFile: directory.path("cases/refund.yaml"), atomically: true, encoding: .utf8)
+        let ran = try await agentEval(["run", "cases", "--catalog", directory.path("catalog.sqlite")], in: directory.url)
+        #expect(ran.status == 1, "\(ran.stdoutText)\(ran.stderr)")
+        let server = try await Server.start([directory.path("runs")], in: directory, workingIn: directory.path("cases"))
+        let page = try await server.get("/suite?id=1")
+        #expect(page.status == 200)
+        let log = try #require(
+            try PageData.json(page.body)["results"]?["cases"]?.arrayValue?.first?["runs"]?.arrayValue?.first?["log"]?.stringValue)
+        #expect(log.hasSuffix("/runs/support-refund.jsonl.gz") && log.hasPrefix("/"), "\(log)")
+        let run = try await server.get("/run?log=" + Self.escaped(log))
+        #expect(run.status == 200, "\(run.text)")
+        _ = await server.stop()
+    }
+
+    @Test("HEAD is answered as GET is, without the body; a --token-file that cannot be read says so")
+    func headAndTokenFile() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try await Server.start([], in: directory)
+        for target in ["/", "/api/runs"] {
+            let got = try await server.get(target)
+            let head = try await HTTPTestClient.request(port: server.port, "HEAD", target)
+            #expect(head.status == 200, "\(target): \(head.status)")
+            #expect(head.body.isEmpty)
+            #expect(head.headers["content-length"] == String(got.body.count), "\(target)")
+        }
+        _ = await server.stop()
+        let missing = try await agentEval(["serve", "--token-file", directory.path("no-such-token")], in: directory.url)
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("no-such-token cannot be read"), "\(missing.stderr)")
     }
 
     @Test("the audit page: a --policy judges every call of the runs a filter shows, as agent-eval audit judges them")

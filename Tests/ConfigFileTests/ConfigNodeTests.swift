@@ -47,6 +47,10 @@ struct ConfigNodeTests {
                     && error.location == SourceLocation(path: directory.path("bad.yaml"), line: 3, column: 11)
                     && error.hint?.contains("save the file as UTF-8") == true
             }
+            // A byte-order mark is no part of the text.
+            try Data([0xEF, 0xBB, 0xBF] + Array("caseId: marked\n".utf8)).write(to: URL(fileURLWithPath: directory.path("marked.yaml")))
+            var fields = try ConfigNode.load(path: directory.path("marked.yaml")).mapping("the case")
+            #expect(try fields.required("caseId").string("caseId") == "marked")
         }
     }
 

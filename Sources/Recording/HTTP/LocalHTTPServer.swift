@@ -193,7 +193,8 @@ public final class LocalHTTPServer: Sendable {
         for (name, value) in headers { responseHead.headers.add(name: name, value: value) }
         responseHead.headers.add(name: "content-length", value: String(body.count))
         try await outbound.write(.head(responseHead))
-        if !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+        // A HEAD request is answered with the head a GET gets, its length included, and no body.
+        if !body.isEmpty && head.method != .HEAD { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
         try await outbound.write(.end(nil))
         return true
     }

@@ -99,8 +99,18 @@ struct ServeCommand: AsyncParsableCommand, ReadsLogs {
         guard let (host, port) = CollectCommand.address(listen) else { throw Exit.usage }
         var secret = token
         if let tokenFile {
-            guard let text = try? String(contentsOfFile: tokenFile, encoding: .utf8),
-                let line = text.split(whereSeparator: \.isNewline).first.map({ $0.trimmingCharacters(in: .whitespaces) }),
+            let text: String
+            do {
+                text = try String(contentsOfFile: tokenFile, encoding: .utf8)
+            } catch {
+                throw diagnose(
+                    CommandError(
+                        "token_unreadable",
+                        "--token-file \(tokenFile) cannot be read: \(FileProblem.reading(tokenFile) ?? FileProblem.reason(of: error))",
+                        at: SourceLocation(path: tokenFile),
+                        hint: "give the file that holds the token, or make one: openssl rand -hex 16 > \(tokenFile)"))
+            }
+            guard let line = text.split(whereSeparator: \.isNewline).first.map({ $0.trimmingCharacters(in: .whitespaces) }),
                 Self.isToken(line)
             else {
                 throw diagnose(
