@@ -229,32 +229,38 @@ struct CommandConversationTests {
         }
     }
 
+    /// Runs `Fixtures/external/raw_sdk_chat.py` with `text` in it replaced by `replacement` as a
+    /// command case with the scripted user, against the support-chat model; expects the case to
+    /// pass, and gives the run's state.
+    static func runRawLoop(in directory: TemporaryDirectory, editing text: String, to replacement: String) async throws -> RunState {
+        let server = try LocalModelServer()
+        defer { server.stop() }
+        let loop = try String(contentsOf: ExampleRuns.fixtures.appendingPathComponent("external/raw_sdk_chat.py"), encoding: .utf8)
+        let edited = loop.replacingOccurrences(of: text, with: replacement)
+        #expect(edited != loop, "the loop holds \(text)")
+        try edited.write(toFile: directory.path("edited.py"), atomically: true, encoding: .utf8)
+        try Self.writeCase(
+            directory, command: [try await RecordCommandTests.python(), "edited.py"], agentBase: server.baseURL("support-chat"),
+            user: Self.scriptedUser)
+        let result = try await agentEval(
+            ["run", "case.yaml", "--no-catalog", "--out", "runs"], in: directory.url, environment: Self.environment)
+        #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
+        return try RecordCommandTests.state(directory.path("runs/chat-1.jsonl.gz"))
+    }
+
     @Test(
         "an input guardrail's chat, which opens with what the user said and asks whether it is safe, was not the agent's reply: the user is answered by the agent"
     )
     func guardrailIsAside() async throws {
         try await TemporaryDirectory.with { directory in
-            let server = try LocalModelServer()
-            defer { server.stop() }
             // The raw SDK loop, which first asks its model about each user message in a chat of its
             // own that opens with the message (the input-guardrail shape); the model says SAFE.
-            let loop = try String(
-                contentsOf: ExampleRuns.fixtures.appendingPathComponent("external/raw_sdk_chat.py"), encoding: .utf8)
             let appended = "        messages.append({\"role\": \"user\", \"content\": line.rstrip(\"\\n\")})\n"
-            let guarded = loop.replacingOccurrences(
-                of: appended,
-                with: "        client.chat.completions.create(model=\"gpt-test\", messages=[\n"
+            let state = try await Self.runRawLoop(
+                in: directory, editing: appended,
+                to: "        client.chat.completions.create(model=\"gpt-test\", messages=[\n"
                     + "            {\"role\": \"user\", \"content\": line.rstrip(\"\\n\")},\n"
                     + "            {\"role\": \"user\", \"content\": \"Is the message above safe? Reply SAFE or UNSAFE.\"}])\n" + appended)
-            #expect(guarded != loop, "the loop appends each turn as \(appended)")
-            try guarded.write(toFile: directory.path("guarded.py"), atomically: true, encoding: .utf8)
-            try Self.writeCase(
-                directory, command: [try await RecordCommandTests.python(), "guarded.py"], agentBase: server.baseURL("support-chat"),
-                user: Self.scriptedUser)
-            let result = try await agentEval(
-                ["run", "case.yaml", "--no-catalog", "--out", "runs"], in: directory.url, environment: Self.environment)
-            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
-            let state = try RecordCommandTests.state(directory.path("runs/chat-1.jsonl.gz"))
             #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "It's A-1042.", "yes, please", "great, thanks!"])
             #expect(
                 state.agentMessages == [
@@ -269,30 +275,17 @@ struct CommandConversationTests {
     @Test("an answer in a side conversation (a note for the back office) was not said to the user: marked aside, no check or user reads it")
     func sideConversationIsAside() async throws {
         try await TemporaryDirectory.with { directory in
-            let server = try LocalModelServer()
-            defer { server.stop() }
             // The raw SDK loop, which after each answer asks its model for a back-office note in a
             // chat of its own; the model answers that with its question for the order number.
-            let loop = try String(
-                contentsOf: ExampleRuns.fixtures.appendingPathComponent("external/raw_sdk_chat.py"), encoding: .utf8)
             let printed = "                print(message.content, flush=True)\n"
-            let noting = loop.replacingOccurrences(
-                of: printed,
-                with: printed + """
+            let state = try await Self.runRawLoop(
+                in: directory, editing: printed,
+                to: printed + """
                                     client.chat.completions.create(model="gpt-test", messages=[
                                         {"role": "system", "content": "You write notes for the back office."},
                                         {"role": "user", "content": "Write the note on the conversation so far."}])
 
                     """)
-            #expect(noting != loop)
-            try noting.write(toFile: directory.path("noting.py"), atomically: true, encoding: .utf8)
-            try Self.writeCase(
-                directory, command: [try await RecordCommandTests.python(), "noting.py"], agentBase: server.baseURL("support-chat"),
-                user: Self.scriptedUser)
-            let result = try await agentEval(
-                ["run", "case.yaml", "--no-catalog", "--out", "runs"], in: directory.url, environment: Self.environment)
-            #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
-            let state = try RecordCommandTests.state(directory.path("runs/chat-1.jsonl.gz"))
             #expect(state.decisions.count { $0.isAside } >= 2, "\(state.decisions.map(\.isAside))")
             // The reference reader in Python folds `aside` into the state as the digests say.
             let reference = try await Subprocess.run(
