@@ -8,9 +8,11 @@ extension TrajectoryDiff.StepSketch {
             "\(call.tool)(\(StepRenderer.cut(JSONWriter.encodeString(call.arguments), to: 40))) \(call.verdict)"
                 + (call.results.isEmpty ? "" : " " + call.results.joined(separator: ","))
         }
+        // Each user line cut on its own: a long one would push the calls past the line's cut.
         let text =
             calls.isEmpty
-            ? (decisions.isEmpty ? "(no decision)" : decisions.joined(separator: "; ")) : (userLines + calls).joined(separator: "; ")
+            ? (decisions.isEmpty ? "(no decision)" : decisions.joined(separator: "; "))
+            : (userLines.map { StepRenderer.cut($0, to: 40) } + calls).joined(separator: "; ")
         return StepRenderer.cut(text, to: 100) + " [\(tokens) tokens]"
     }
 }

@@ -33,9 +33,12 @@ public struct PipelineRunView: Sendable {
     }
 
     /// Replays the pipeline log at `log` and the child run of every attempt that recorded one
-    /// (relative to the log's directory, where `pipeline run` writes them). Throws when `log`
-    /// cannot be read or is not a pipeline log.
-    public static func make(log: String, eventBudget: Int = ReportView.defaultEventBudget) throws(PipelineError) -> PipelineRunView {
+    /// (relative to the log's directory, where `pipeline run` writes them) that `reads` allows
+    /// (`serve` shows only logs it may show: a child log linked out of its folders, or named
+    /// with `..`, is left out). Throws when `log` cannot be read or is not a pipeline log.
+    public static func make(
+        log: String, eventBudget: Int = ReportView.defaultEventBudget, reads: (String) -> Bool = { _ in true }
+    ) throws(PipelineError) -> PipelineRunView {
         let replay = try PipelineReplay(log: log)
         let state = replay.state
         let directory = (log as NSString).deletingLastPathComponent
@@ -50,7 +53,7 @@ public struct PipelineRunView: Sendable {
                 attempts.append(["task": .string(task.id), "attempt": .int(attempt.attempt), "log": .string(path)])
             }
         }
-        let (runs, embedded, leftOut) = RunView.embed(childLogs, eventBudget: eventBudget)
+        let (runs, embedded, leftOut) = RunView.embed(childLogs, eventBudget: eventBudget, reads: reads)
         let outcome = state.stop?.status.rawValue ?? (state.isPaused ? "paused" : "interrupted")
         let pipeline = replay.json(log: log)
         let childLogProblems = pipeline["child_log_problems"]?.arrayValue?.compactMap(\.stringValue) ?? []

@@ -227,13 +227,16 @@ public struct RunView: Sendable {
     /// given: `{"log", "run"}`, or `{"log", "error"}` when a log cannot be replayed. Logs are
     /// embedded until `eventBudget` events are in; the rest, and logs that do not exist, are
     /// left out, for the page to list with the command that shows them.
-    static func embed(_ logs: [String], eventBudget: Int) -> (runs: [JSONValue], embedded: [String], leftOut: [String]) {
+    static func embed(_ logs: [String], eventBudget: Int, reads: (String) -> Bool = { _ in true }) -> (
+        runs: [JSONValue], embedded: [String], leftOut: [String]
+    ) {
         var runs: [JSONValue] = []
         var embedded: [String] = []
         var leftOut: [String] = []
         var events = 0
         for log in logs {
-            guard events < eventBudget, FileManager.default.fileExists(atPath: log) else {
+            // A log the reader may not read (`serve`'s folders) is left out, as one not there is.
+            guard events < eventBudget, FileManager.default.fileExists(atPath: log), reads(log) else {
                 leftOut.append(log)
                 continue
             }

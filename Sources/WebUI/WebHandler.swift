@@ -289,7 +289,10 @@ final class WebHandler: HTTPRequestHandling {
         // as a run, an edited one was shown with 0 digests checked and a green banner.
         if await state.readers.run({ Self.isPipelineLog(log) }) {
             do {
-                let view = try await state.readers.run { try PipelineRunView.make(log: log) }
+                let access = state.access
+                let view = try await state.readers.run {
+                    try PipelineRunView.make(log: log, reads: { access.allowedBlocking($0) != nil })
+                }
                 var data = view.page.data.objectValue ?? JSONObject()
                 data["served"] = state.served
                 return page(200, HTMLPage(title: view.page.title, data: .object(data)))

@@ -285,7 +285,7 @@ struct RunCommandTests {
     }
 
     @Test(
-        "a copy of a log under another name is the same run, not a second attempt: the case could not run, naming both files, also when the catalog answers"
+        "a copy of a log under another name is the same run, not a second attempt: the case could not run, naming both files, run after run; two imports of one file name and time are two runs"
     )
     func copiedLog() async throws {
         try await TemporaryDirectory.with { directory in
@@ -297,7 +297,7 @@ struct RunCommandTests {
             }
             try "caseId: copies\nlogs: logs/*.jsonl.gz\nminPassRate: 0.6\nexpected:\n  stopReason: success\n".write(
                 toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
-            // Twice with the catalog: the second run's results come from its cache.
+            // Twice, with the catalog that keeps facts and results between runs.
             for _ in 0..<2 {
                 let result = try await agentEval(["run", "case.yaml", "--json"], in: directory.url)
                 #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
@@ -309,6 +309,24 @@ struct RunCommandTests {
             try FileManager.default.removeItem(atPath: directory.path("logs/b.jsonl.gz"))
             let result = try await agentEval(["run", "case.yaml", "--json"], in: directory.url)
             #expect(result.status == 1, "\(result.stdoutText)\(result.stderr)")
+            // Two transcripts of one file name and modification time, imported: one run id and
+            // start time (the import derives them from those), two runs all the same.
+            for (folder, order) in [("x", "A-1"), ("y", "B-2")] {
+                try FileManager.default.createDirectory(atPath: directory.path(folder), withIntermediateDirectories: true)
+                let path = directory.path("\(folder)/chat.json")
+                try """
+                [{"role": "user", "content": "Where is \(order)?"},
+                 {"role": "assistant", "content": "It is on its way.", "finish_reason": "stop"}]
+                """.write(toFile: path, atomically: true, encoding: .utf8)
+                try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_767_225_600)], ofItemAtPath: path)
+                let imported = try await agentEval(
+                    ["import", "messages", "\(folder)/chat.json", "--out", "imported/\(folder)"], in: directory.url)
+                #expect(imported.status == 0, "\(imported.stdoutText)\(imported.stderr)")
+            }
+            try "caseId: imports\nlogs: [imported/x/chat.jsonl.gz, imported/y/chat.jsonl.gz]\nexpected:\n  stopReason: success\n".write(
+                toFile: directory.path("imports.yaml"), atomically: true, encoding: .utf8)
+            let imports = try await agentEval(["run", "imports.yaml", "--json"], in: directory.url)
+            #expect(imports.status == 0, "\(imports.stdoutText)\(imports.stderr)")
         }
     }
 }

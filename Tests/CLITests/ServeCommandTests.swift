@@ -700,6 +700,21 @@ struct ServeCommandTests {
         #expect(data["live"] == nil, "no run's live banner")
         let stream = try await server.get("/events/run?log=" + Self.escaped(path))
         #expect(stream.status == 400)
+        // A child log linked out of the served folder is left out of the page, as it is refused
+        // on its own page: the pipeline page reads no log this server may not show.
+        let child = runs + "/triage/tasks/classify_with_agent-1.jsonl.gz"
+        try FileManager.default.copyItem(
+            atPath: ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path,
+            toPath: directory.path("outside.jsonl.gz"))
+        try FileManager.default.removeItem(atPath: child)
+        try FileManager.default.createSymbolicLink(atPath: child, withDestinationPath: directory.path("outside.jsonl.gz"))
+        #expect(try await server.get("/run?log=" + Self.escaped(child)).status == 404)
+        let linked = try PageData.json(try await server.get("/run?log=" + Self.escaped(path)).body)
+        #expect(
+            !(linked["runs"]?.arrayValue ?? []).contains { $0["run"]?["run_id"] == "run-support-refund" },
+            "\(String(describing: linked["runs"]))")
+        #expect(
+            linked["runs_left_out"]?.arrayValue?.contains { $0.stringValue?.hasSuffix("classify_with_agent-1.jsonl.gz") == true } == true)
         _ = await server.stop()
     }
 

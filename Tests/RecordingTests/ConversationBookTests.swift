@@ -72,6 +72,19 @@ struct ConversationBookTests {
             #expect(view.answersInSchema, "\(api)")
             #expect(!talks(1, view), "\(api)")
         }
+        // A conversation that offers tools is the agent's, whatever format it asks for or reminds
+        // its model of (an agent with structured output, a reminder after the user's words).
+        let tool: JSONValue = ["type": "function", "function": ["name": "lookup_order", "parameters": ["type": "object"]]]
+        for extra in [("response_format", ["type": "json_schema"] as JSONValue), ("messages", .null)] {
+            var request = JSONObject()
+            request["model"] = "m"
+            request["tools"] = .array([tool])
+            request["messages"] = [
+                ["role": "user", "content": "hi, my order arrived broken"], ["role": "user", "content": "(Reminder: be brief.)"],
+            ]
+            if extra.0 == "response_format" { request[extra.0] = extra.1 }
+            #expect(talks(1, ModelRequestView(api: .openAIChat, body: .object(request))), "\(extra.0)")
+        }
         // A chat that does not open with the user's words is a side conversation, as before.
         #expect(!talks(2, Self.request(system: "notes", user: "Write the note on the conversation so far.")))
     }

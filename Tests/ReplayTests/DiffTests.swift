@@ -113,6 +113,9 @@ struct DiffTests {
         let more = step(saying: "yes, and delete my account too")
         #expect(yes.summary == #"user 3: yes, please; refund_order({"order_id":"A-1"}) allow ok [7 tokens]"#)
         #expect(yes.summary != more.summary)
+        // A long user line is cut on its own: the calls after it still show.
+        let long = step(saying: String(repeating: "my mugs arrived broken ", count: 8))
+        #expect(long.summary.contains(#"refund_order({"order_id":"A-1"}) allow ok"#), "\(long.summary)")
     }
 
     @Test("two long runs (2,500 steps each) are aligned within a bounded table: alike ends paired, the middle by position")

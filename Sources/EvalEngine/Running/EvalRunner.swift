@@ -395,9 +395,12 @@ public struct EvalRunner: Sendable {
         return RunResult(logPath: log, repeatIndex: repeatIndex, failures: failures, notes: notes, error: nil, summary: summary)
     }
 
-    /// Two logs of a recorded case that hold the same run (the same id and start: a copy of a
-    /// log, or of part of it, under another name): counted as two attempts, one run made a pass
-    /// rate of 1 in 2 read 2 in 3. Paths are de-duplicated before the check; this is the copy.
+    /// Two logs of a recorded case that hold the same run (a copy of a log, or of part of it,
+    /// under another name: the same run id and start time, and the same `run_started` event):
+    /// counted as two attempts, one run made a pass rate of 1 in 2 read 2 in 3. Paths are
+    /// de-duplicated before the check; this is the copy. (Two runs that only share an id and a
+    /// start time — imports of two files of one name and time — are two runs: their starts name
+    /// their sources.)
     static func sameRunTwice(in result: CaseResult) -> DiagnosticRecord? {
         guard case .recorded = result.evalCase.source else { return nil }
         var first: [String: String] = [:]
@@ -409,6 +412,10 @@ public struct EvalRunner: Sendable {
                 continue
             }
             guard other != run.logPath else { continue }
+            // Only such a pair is read again, for its first event.
+            guard let start = try? LogReader(path: other).firstEvent()?.event,
+                start == (try? LogReader(path: run.logPath).firstEvent()?.event)
+            else { continue }
             return DiagnosticRecord(
                 EvalError(
                     .duplicateRun,

@@ -468,15 +468,18 @@ public final class ExchangeRecorder: Sendable {
 
     /// Whether the model conversation `number` (opening with `goal`), whose first request is
     /// `view`, is the agent's talk with the user: the first conversation, or one that opens with
-    /// what the user said (a program that starts a new chat each turn) — unless that request asks
-    /// for an answer in a JSON schema (a classifier's verdict, the OpenAI Agents SDK's guardrail
-    /// agents), or opens with the user's words and then asks a question of its own about them:
-    /// its last user message holds none of them (a guardrail's "is the message above safe?").
-    /// Such a conversation's answer was taken for the agent's reply, and the user answered "SAFE".
-    /// (A first conversation that opens otherwise — a program that rewrites what the user says —
-    /// is the user's talk as before; its answers are placed by the turns its requests hold.)
+    /// what the user said (a program that starts a new chat each turn) — unless it offers the
+    /// model no tool and its request asks for an answer in a JSON schema (a classifier's verdict,
+    /// the OpenAI Agents SDK's guardrail agents), or opens with the user's words and then asks a
+    /// question of its own about them (its last user message holds none of them: a guardrail's
+    /// "is the message above safe?"). Such a conversation's answer was taken for the agent's
+    /// reply, and the user answered "SAFE". A conversation that offers tools is the agent's
+    /// whatever format it asks for or reminds its model of; one that opens otherwise — a program
+    /// that rewrites what the user says — is the user's talk as before, its answers placed by the
+    /// turns its requests hold.
     static func isUserTalk(number: Int, goal: String, view: ModelRequestView, said: Set<String>) -> Bool {
         guard number == 1 || said.contains(goal) else { return false }
+        guard view.tools.isEmpty else { return true }
         if view.answersInSchema { return false }
         guard let first = view.firstUserText, said.contains(first), let last = view.lastUserText else { return true }
         return said.contains { !$0.isEmpty && last.contains($0) }
