@@ -242,6 +242,22 @@ struct RunCommandTests {
         }
     }
 
+    @Test("a logs: pattern with a glob in a folder part matches nothing, and the hint says a glob matches a path's last part only")
+    func globInAFolder() async throws {
+        try await TemporaryDirectory.with { directory in
+            try FileManager.default.createDirectory(atPath: directory.path("runs/a"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(
+                atPath: ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path,
+                toPath: directory.path("runs/a/x.jsonl.gz"))
+            try "caseId: folders\nlogs: runs/*/x.jsonl.gz\nexpected:\n  stopReason: success\n".write(
+                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+            let result = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
+            #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+            #expect(result.stderr.contains("no log matches runs/*/x.jsonl.gz"), "\(result.stderr)")
+            #expect(result.stderr.contains("a glob matches names in the last part of a path only"), "\(result.stderr)")
+        }
+    }
+
     @Test(
         "an argument check on a key the tool does not declare, close to one it does, fails saying so: a misspelt exists: false passed every run"
     )

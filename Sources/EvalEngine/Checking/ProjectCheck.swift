@@ -378,7 +378,7 @@ public struct ProjectCheck: Sendable {
                             in: path, .error,
                             EvalError(
                                 .missingPath, "\(name): no log matches \(pattern)", location: evalCase.location(ofKey: "logs"),
-                                hint: "paths in logs: start from the case file's folder; record runs with agent-eval exec"))
+                                hint: EvalSuite.missingLogsHint([pattern])))
                     }
                     logs += found
                 }

@@ -133,6 +133,20 @@ public enum EvalSuite {
     }
 
     /// The files a log pattern names: a path, or a glob in its last component (`runs/*.jsonl.gz`).
+    /// What to do about `patterns` that matched no log: where their paths start, and — for one
+    /// whose folder part holds a glob's character (`runs/*/x.jsonl.gz`), which `expand` reads as
+    /// a folder of that name — that a glob matches names in a path's last part only.
+    public static func missingLogsHint(_ patterns: [String]) -> String {
+        let inFolder = patterns.first { pattern in
+            (pattern as NSString).deletingLastPathComponent.contains { "*?[".contains($0) }
+        }
+        if let inFolder {
+            return "a glob matches names in the last part of a path only: the folders of \(inFolder) are taken as named; "
+                + "give one pattern per folder (runs/a/*.jsonl.gz, runs/b/*.jsonl.gz)"
+        }
+        return "paths in logs: start from the case file's folder; record runs with agent-eval exec"
+    }
+
     public static func expand(_ pattern: String) -> [String] {
         let directory = (pattern as NSString).deletingLastPathComponent
         let name = (pattern as NSString).lastPathComponent
