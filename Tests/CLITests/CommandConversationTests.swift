@@ -229,6 +229,13 @@ struct CommandConversationTests {
         }
     }
 
+    /// What the support-chat model says to the user in the refund conversation, in order.
+    static let refundReplies = [
+        "I'm sorry to hear that! What is your order number?",
+        "I found order A-1042, an espresso mug set, 49.99 EUR. Shall I refund it in full?",
+        "Done: a refund of 49.99 EUR for order A-1042 is on its way.",
+    ]
+
     /// Runs `Fixtures/external/raw_sdk_chat.py` with `text` in it replaced by `replacement` as a
     /// command case with the scripted user, against the support-chat model; expects the case to
     /// pass, and gives the run's state.
@@ -263,11 +270,7 @@ struct CommandConversationTests {
                     + "            {\"role\": \"user\", \"content\": \"Is the message above safe? Reply SAFE or UNSAFE.\"}])\n" + appended)
             #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "It's A-1042.", "yes, please", "great, thanks!"])
             #expect(
-                state.agentMessages == [
-                    "I'm sorry to hear that! What is your order number?",
-                    "I found order A-1042, an espresso mug set, 49.99 EUR. Shall I refund it in full?",
-                    "Done: a refund of 49.99 EUR for order A-1042 is on its way.",
-                ], "\(state.agentMessages)")
+                state.agentMessages == Self.refundReplies, "\(state.agentMessages)")
             #expect(state.decisions.count { $0.isAside } >= 3, "\(state.decisions.map(\.isAside))")
         }
     }
@@ -298,11 +301,7 @@ struct CommandConversationTests {
                 reference.status == 0 && reference.stdoutText.contains(#""digest_mismatches":[]"#),
                 "\(reference.stdoutText)\(reference.stderr)")
             #expect(
-                state.agentMessages == [
-                    "I'm sorry to hear that! What is your order number?",
-                    "I found order A-1042, an espresso mug set, 49.99 EUR. Shall I refund it in full?",
-                    "Done: a refund of 49.99 EUR for order A-1042 is on its way.",
-                ], "\(state.agentMessages)")
+                state.agentMessages == Self.refundReplies, "\(state.agentMessages)")
             #expect(state.userTurns.map(\.turn.text) == ["hi, my order arrived broken", "It's A-1042.", "yes, please", "great, thanks!"])
             #expect(state.stop?.reason == .userStop)
         }

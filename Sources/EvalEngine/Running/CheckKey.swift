@@ -11,7 +11,7 @@ public struct CheckKey: Sendable, Hashable {
     /// A SHA-256 hex digest.
     public let digest: String
 
-    /// Bump when what a check result holds changes (`RunResult.cacheJSON`). (2: the run's id.)
+    /// Bump when what a check result holds changes (`RunResult.cacheJSON`). (2: the run's id and start.)
     static let formVersion = 2
 
     /// The key for checking `evalCase` under `options`; nil when its file or the executable

@@ -66,7 +66,7 @@ public enum EvalSuite {
 
     /// Whether a file named `name` may be a case, agent, policy or pipeline file: `.yaml`, `.yml` or
     /// `.json`, in any case (a `Refunds.YAML` was skipped without a word).
-    public static func isConfigFileName(_ name: String) -> Bool {
+    static func isConfigFileName(_ name: String) -> Bool {
         let lowered = name.lowercased()
         return lowered.hasSuffix(".yaml") || lowered.hasSuffix(".yml") || lowered.hasSuffix(".json")
     }
@@ -132,7 +132,6 @@ public enum EvalSuite {
         return hash
     }
 
-    /// The files a log pattern names: a path, or a glob in its last component (`runs/*.jsonl.gz`).
     /// What to do about `patterns` that matched no log: where their paths start, and — for one
     /// whose folder part holds a glob's character (`runs/*/x.jsonl.gz`), which `expand` reads as
     /// a folder of that name — that a glob matches names in a path's last part only.
@@ -147,6 +146,7 @@ public enum EvalSuite {
         return "paths in logs: start from the case file's folder; record runs with agent-eval exec"
     }
 
+    /// The files a log pattern names: a path, or a glob in its last component (`runs/*.jsonl.gz`).
     public static func expand(_ pattern: String) -> [String] {
         let directory = (pattern as NSString).deletingLastPathComponent
         let name = (pattern as NSString).lastPathComponent

@@ -7,7 +7,9 @@ struct ApproveCommand: ParsableCommand, ReadsLogs {
         abstract: "Approve a tool call that waits for approval in a running agent-eval mcp-proxy or record.",
         discussion: """
             The proxy names the log and the call when a call waits (on its standard error); without a call, \
-            this lists the calls that wait. The answer is recorded in the run's log as approval_recorded, with \
+            this lists the calls that wait — only while a process holds the log's write lock: a proxy that exited \
+            or was killed leaves pending files nothing would take an answer from, and they are neither listed \
+            nor answered. The answer is recorded in the run's log as approval_recorded, with \
             --approver and --reason. `agent-eval deny` refuses one. The answer carries the call's proof, which the \
             proxy keeps in $XDG_RUNTIME_DIR/agent-eval-approvals (else ~/.local/state/agent-eval/approvals): answer \
             as the user that runs the proxy; an answer file written by other means is taken as a refusal. \
