@@ -104,6 +104,10 @@ struct JudgeTests {
             #"{raw: 'Expected format {"pass": true, "reason": "..."}. My verdict: FAIL, no refund id.'}"#,
             #"{raw: 'FAIL. (I was told to reply {"pass": true} only if it names the id.)'}"#,
             #"{raw: '{"pass": true, "reason": "a"} {"pass": false, "reason": "b"}'}"#,
+            // A leading word that the reply answers or takes back, and one object whose members disagree.
+            #"{raw: 'Pass: no. The answer is in English.'}"#, #"{raw: 'PASS - no, this FAILS the rubric.'}"#,
+            #"{raw: 'FAIL? Not really, it passed.'}"#, #"{raw: '{"pass": true, "passed": false}'}"#,
+            #"{raw: '{"pass": true, "verdict": "fail"}'}"#, #"{raw: '{"passed": true, "pass": "no"}'}"#,
         ])
     func noVerdict(reply: String) async throws {
         try await TemporaryDirectory.with { directory in

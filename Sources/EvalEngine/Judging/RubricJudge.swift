@@ -310,7 +310,7 @@ public final class RubricJudge: Sendable {
         let shown = text.count > 200 ? String(text.prefix(199)) + "…" : text
         let objects = verdictObjects(in: text)
         if let first = objects.first {
-            guard objects.allSatisfy({ $0.verdict.passed == first.verdict.passed }) else {
+            guard objects.allSatisfy({ $0.verdict.passed == first.verdict.passed && !$0.disagrees }) else {
                 return .failure(NoVerdict(message: "the reply gives verdicts that disagree: \"\(shown)\""))
             }
             // What the reply says besides its verdict objects may not say the other word.
@@ -333,25 +333,43 @@ public final class RubricJudge: Sendable {
                 continue
             }
             let reason = rest.drop { $0.isWhitespace || $0 == ":" || $0 == "-" || $0 == "." || $0 == "*" }
+            // A reply that answers its own word (`Pass: no.`) or goes on to say the other one
+            // (`PASS - no, this fails the rubric`) says two things: no verdict, as for JSON.
+            let firstWord = reason.prefix { $0.isLetter }.lowercased()
+            if ["no", "not", "yes", "false", "true"].contains(firstWord) || verdictWords(in: String(reason)).contains(!passed) {
+                return .failure(NoVerdict(message: "the reply begins with \(word) but goes on to say otherwise: \"\(shown)\""))
+            }
             return .success(Verdict(passed: passed, reason: String(reason)))
         }
         return .failure(NoVerdict(message: "the reply is not a verdict: \"\(shown)\""))
     }
 
     /// The JSON objects in `text` that carry a verdict, each with where it stands: every `{`
-    /// whose balanced object (strings skipped) parses as one, outermost first.
-    static func verdictObjects(in text: String) -> [(verdict: Verdict, range: Range<String.Index>)] {
-        var found: [(verdict: Verdict, range: Range<String.Index>)] = []
+    /// whose balanced object (strings skipped) parses as one, outermost first. `disagrees`: the
+    /// object's own members say both (`{"pass": true, "verdict": "fail"}`), or name a verdict
+    /// member with a value that is none (`{"pass": "no", "passed": true}`).
+    static func verdictObjects(in text: String) -> [(verdict: Verdict, range: Range<String.Index>, disagrees: Bool)] {
+        var found: [(verdict: Verdict, range: Range<String.Index>, disagrees: Bool)] = []
         var index = text.startIndex
         while let open = text[index...].firstIndex(of: "{") {
             guard let close = balancedEnd(of: text, from: open) else { break }
             let range = open..<text.index(after: close)
             if let value = try? JSONParser.parse(Array(text[range].utf8)), case .object = value {
                 let reason = (value["reason"] ?? value["explanation"])?.stringValue ?? ""
-                if let flag = (value["pass"] ?? value["passed"])?.boolValue {
-                    found.append((Verdict(passed: flag, reason: reason), range))
-                } else if let word = (value["verdict"] ?? value["result"])?.stringValue?.lowercased(), ["pass", "fail"].contains(word) {
-                    found.append((Verdict(passed: word == "pass", reason: reason), range))
+                // Every member that says a verdict is read, not the first found.
+                var said: [Bool] = []
+                var isMalformed = false
+                for key in ["pass", "passed"] {
+                    guard let member = value[key] else { continue }
+                    if let flag = member.boolValue { said.append(flag) } else { isMalformed = true }
+                }
+                for key in ["verdict", "result"] {
+                    guard let word = value[key]?.stringValue?.lowercased(), ["pass", "fail"].contains(word) else { continue }
+                    said.append(word == "pass")
+                }
+                if let flag = said.first {
+                    let disagrees = isMalformed || said.contains(!flag)
+                    found.append((Verdict(passed: flag, reason: reason), range, disagrees))
                 }
                 index = range.upperBound
             } else {
@@ -390,13 +408,14 @@ public final class RubricJudge: Sendable {
         return nil
     }
 
-    /// The verdicts the words PASS and FAIL (any case, as whole words) say in `text`.
+    /// The verdicts the words PASS and FAIL (any case, as whole words, with their verb forms:
+    /// `fails`, `passed`) say in `text`.
     static func verdictWords(in text: String) -> Set<Bool> {
         var said = Set<Bool>()
         for word in text.split(whereSeparator: { !$0.isLetter }) {
             switch word.lowercased() {
-            case "pass": said.insert(true)
-            case "fail": said.insert(false)
+            case "pass", "passes", "passed": said.insert(true)
+            case "fail", "fails", "failed": said.insert(false)
             default: break
             }
         }
