@@ -154,7 +154,7 @@ public struct Redactor: Sendable, Hashable {
     /// tool's output carries).
     public static let defaultMemberNames = [
         "api_key", "apiKey", "api-key", "x-api-key", "password", "passwd", "client_secret", "access_token", "refresh_token",
-        "secret_key", "private_key",
+        "secret_key", "private_key", "authorization", "Authorization",
     ]
 
     /// The shortest value of a declared variable that is redacted: shorter ones would replace
@@ -247,7 +247,74 @@ public struct Redactor: Sendable, Hashable {
                 start = offset + 1
             }
         }
-        return false
+        return !Self.urlPasswordRanges(in: haystack).isEmpty
+    }
+
+    /// Where the passwords of URLs with credentials (`scheme://user:password@host`) stand in
+    /// `bytes`: after `://`, a user name, a `:`, and up to an `@` nothing that ends a URL's
+    /// authority (`/ ? #`, white space, a quote, a backslash — an escape in an encoded line — or
+    /// `< >`). A byte search (`memchr` for each `/`), run on every line the writer writes.
+    static func urlPasswordRanges(in bytes: UnsafeRawBufferPointer) -> [Range<Int>] {
+        guard let base = bytes.baseAddress else { return [] }
+        var ranges: [Range<Int>] = []
+        var start = 0
+        while start < bytes.count, let hit = memchr(base + start, Int32(UInt8(ascii: "/")), bytes.count - start) {
+            let slash = base.distance(to: UnsafeRawPointer(hit))
+            start = slash + 1
+            guard slash >= 2, slash + 1 < bytes.count, bytes[slash - 1] == UInt8(ascii: ":"), bytes[slash + 1] == UInt8(ascii: "/"),
+                Self.isSchemeByte(bytes[slash - 2])
+            else { continue }
+            let authority = slash + 2
+            let limit = min(bytes.count, authority + 512)
+            var index = authority
+            var colon: Int?
+            while index < limit {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "@") { break }
+                if byte <= 0x20 || Self.endsAuthority(byte) {
+                    index = limit
+                    break
+                }
+                if byte == UInt8(ascii: ":") && colon == nil { colon = index }
+                index += 1
+            }
+            guard index < limit, let colon, colon > authority, index > colon + 1 else { continue }
+            ranges.append(colon + 1..<index)
+            start = index + 1
+        }
+        return ranges
+    }
+
+    private static func isSchemeByte(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+
+    private static func endsAuthority(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: "\\"),
+            UInt8(ascii: "<"), UInt8(ascii: ">"), 0x7F:
+            return true
+        default: return false
+        }
+    }
+
+    /// `text` with the password of every URL with credentials replaced (`urlPasswordRanges`).
+    static func redactingURLPasswords(in text: String, _ placeholder: (String) -> String) -> String {
+        var text = text
+        let ranges = text.withUTF8 { urlPasswordRanges(in: UnsafeRawBufferPointer($0)) }
+        guard !ranges.isEmpty else { return text }
+        let bytes = Array(text.utf8)
+        var result: [UInt8] = []
+        var copied = 0
+        for range in ranges {
+            let password = String(decoding: bytes[range], as: UTF8.self)
+            guard !password.hasPrefix("[redacted:") else { continue }
+            result += bytes[copied..<range.lowerBound]
+            result += Array(placeholder(password).utf8)
+            copied = range.upperBound
+        }
+        result += bytes[copied...]
+        return String(decoding: result, as: UTF8.self)
     }
 
     /// What a secret known to be one by where it stands (an attribute named `api_key`, a header)
@@ -279,26 +346,55 @@ public struct Redactor: Sendable, Hashable {
     /// cheap test that spares the matcher almost every line). A match counts only where a token
     /// can start — not right after a letter or digit, so `task-description-…` is not an `sk-`
     /// key — and an escape in an encoded line (`\n`) counts as the separator it stands for.
-    static let patterns: [(rule: String, literals: [String], regex: LinearRegex)] = [
-        // OpenAI (`sk-`, `sk-proj-`) and Anthropic (`sk-ant-`) API keys.
-        ("api-key", ["sk-"], #"sk-[A-Za-z0-9_\-]{16,}"#),
-        // Stripe secret and restricted keys (`sk_live_`, `rk_test_`, …) and webhook signing secrets.
-        ("stripe-key", ["k_live_", "k_test_"], "[rs]k_(live|test)_[A-Za-z0-9]{16,}"),
-        ("stripe-key", ["whsec_"], "whsec_[A-Za-z0-9+/=]{24,}"),
-        // Google API keys: `AIza` and 35 more characters.
-        ("google-api-key", ["AIza"], #"AIza[A-Za-z0-9_\-]{35}"#),
-        // JSON Web Tokens: three base64url parts, the first a JSON header (`{"` is `eyJ`).
-        ("jwt", ["eyJ"], #"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]{16,}"#),
-        ("aws-key-id", ["AKIA", "ASIA"], "(AKIA|ASIA)[0-9A-Z]{16}"),
-        (
-            "github-token", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
-            "gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
-        ),
-        ("gitlab-token", ["glpat-"], #"glpat-[A-Za-z0-9_\-]{20,}"#),
-        ("slack-token", ["xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"], #"xox[abprs]-[A-Za-z0-9\-]{10,}"#),
-        ("bearer-token", ["Bearer "], #"Bearer [A-Za-z0-9._~+/\-]{12,}=*"#),
-        ("private-key", ["-----BEGIN"], #"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\\ ]*-----END [A-Z ]*PRIVATE KEY-----"#),
-    ].compactMap { rule, literals, pattern in (try? LinearRegex(pattern)).map { (rule, literals, $0) } }
+    ///
+    /// A pattern with `keepsThrough` replaces only what follows that character's first place in
+    /// the match (`password=` is kept, the value after it replaced), so the log still says which
+    /// setting held a secret.
+    static let patterns: [(rule: String, literals: [String], regex: LinearRegex, keepsThrough: Character?)] =
+        [
+            // OpenAI (`sk-`, `sk-proj-`) and Anthropic (`sk-ant-`) API keys.
+            ("api-key", ["sk-"], #"sk-[A-Za-z0-9_\-]{16,}"#),
+            // Stripe secret and restricted keys (`sk_live_`, `rk_test_`, …) and webhook signing secrets.
+            ("stripe-key", ["k_live_", "k_test_"], "[rs]k_(live|test)_[A-Za-z0-9]{16,}"),
+            ("stripe-key", ["whsec_"], "whsec_[A-Za-z0-9+/=]{24,}"),
+            // Google API keys: `AIza` and 35 more characters.
+            ("google-api-key", ["AIza"], #"AIza[A-Za-z0-9_\-]{35}"#),
+            // JSON Web Tokens: three base64url parts, the first a JSON header (`{"` is `eyJ`).
+            ("jwt", ["eyJ"], #"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]{16,}"#),
+            ("aws-key-id", ["AKIA", "ASIA"], "(AKIA|ASIA)[0-9A-Z]{16}"),
+            (
+                "github-token", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+                "gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
+            ),
+            ("gitlab-token", ["glpat-"], #"glpat-[A-Za-z0-9_\-]{20,}"#),
+            ("slack-token", ["xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"], #"xox[abprs]-[A-Za-z0-9\-]{10,}"#),
+            ("bearer-token", ["Bearer "], #"Bearer [A-Za-z0-9._~+/\-]{12,}=*"#),
+            // An HTTP authorization header written as text (a tool's output, a curl command, a
+            // header dump), whatever the case of its scheme: `authorization: bearer …`, `Basic …`.
+            (
+                "authorization", ["uthorization:", "UTHORIZATION:"],
+                #"[Aa](uthorization|UTHORIZATION): *([Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN|[Dd]igest) [A-Za-z0-9._~+/\-]{8,}=*"#
+            ),
+            ("private-key", ["-----BEGIN"], #"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\\ ]*-----END [A-Z ]*PRIVATE KEY-----"#),
+        ].compactMap { rule, literals, pattern in (try? LinearRegex(pattern)).map { (rule, literals, $0, nil) } }
+        + Self.settingPatterns
+
+    /// A secret given as `NAME=VALUE` in text — a connection string's `Password=…;`, a query's
+    /// `api_key=…&`, an environment dump's `AWS_SECRET_ACCESS_KEY=…` — the name kept, the value
+    /// (four characters or more, up to a space, quote, `;`, `&`, `,` or an escape) replaced.
+    static let settingPatterns: [(rule: String, literals: [String], regex: LinearRegex, keepsThrough: Character?)] = {
+        let names = [
+            "password", "passwd", "api_key", "apikey", "secret_access_key", "client_secret", "access_token", "refresh_token",
+            "auth_token", "secret_key", "private_key",
+        ]
+        // Each name as written in lower case, capitalized and in upper case (`Password=`,
+        // `API_KEY=`; camel case, `apiKey`, is a member name, redacted as such), and an ODBC
+        // string's `Pwd=` (not `PWD=`, the shell's working directory in an environment dump).
+        let spellings =
+            names.flatMap { name in [name, name.prefix(1).uppercased() + name.dropFirst(), name.uppercased()] } + ["pwd", "Pwd"]
+        let regex = try? LinearRegex(#"(\#(spellings.joined(separator: "|")))=[^\s;&"'\\,<>\[][^\s;&"'\\,<>]{3,}"#)
+        return regex.map { [("setting", spellings.map { $0 + "=" }, $0, "=")] } ?? []
+    }()
 
     /// Plain text (not an encoded event) with every secret value and key pattern replaced: for
     /// what is shown as it happens, such as a model's streamed text. A secret split across two
@@ -309,12 +405,12 @@ public struct Redactor: Sendable, Hashable {
             result = result.replacingOccurrences(of: secret, with: placeholder(secret, rule: rule))
         }
         replacePatterns(in: &result)
-        return result
+        return Self.redactingURLPasswords(in: result) { placeholder($0, rule: "url-password") }
     }
 
     /// Replaces what the always-on patterns find in `text`, where a token can start.
     private func replacePatterns(in text: inout String) {
-        for (rule, literals, regex) in Self.patterns where literals.contains(where: { text.contains($0) }) {
+        for (rule, literals, regex, keepsThrough) in Self.patterns where literals.contains(where: { text.contains($0) }) {
             let scalars = text.unicodeScalars
             var result = String.UnicodeScalarView()
             var rest = scalars[...]
@@ -331,7 +427,13 @@ public struct Redactor: Sendable, Hashable {
                     result.append(rest[start])
                     rest = rest[rest.index(after: start)...]
                 } else {
-                    result.append(contentsOf: placeholder(String(Substring(rest[start..<end])), rule: rule).unicodeScalars)
+                    var secretStart = start
+                    if let keepsThrough, let mark = rest[start..<end].firstIndex(where: { Character($0) == keepsThrough }) {
+                        secretStart = rest.index(after: mark)
+                        result.append(contentsOf: rest[start..<secretStart])
+                    }
+                    let secret = String(Substring(rest[secretStart..<end]))
+                    result.append(contentsOf: (secret.hasPrefix("[redacted:") ? secret : placeholder(secret, rule: rule)).unicodeScalars)
                     rest = rest[end...]
                 }
             }
@@ -519,6 +621,7 @@ public struct Redactor: Sendable, Hashable {
             text = redactMember(name, in: text)
         }
         replacePatterns(in: &text)
+        text = Self.redactingURLPasswords(in: text) { placeholder($0, rule: "url-password") }
         return text == line ? nil : text
     }
 

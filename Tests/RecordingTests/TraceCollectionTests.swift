@@ -96,7 +96,7 @@ struct TraceCollectionTests {
         let trace = String(repeating: "ef", count: 16)
         let secrets = [
             "Basic dXNlcjpodW50ZXIyaHVudGVyMg==", "Zq8vT3kLm9PxW2rB7nHc", "ya29.a0AfH6SMBx-planted", "Bearer array-held-Q7xK2mP9",
-            "c2VjcmV0LWJ5dGVzLWtleQ==",
+            "c2VjcmV0LWJ5dGVzLWtleQ==", "COLSECRETquery55", "COLSECRETpw123", "COLSECRETuserinfo",
         ]
         func attribute(_ key: String, _ value: String) -> JSONValue { ["key": .string(key), "value": ["stringValue": .string(value)]] }
         let span: JSONValue = [
@@ -112,6 +112,11 @@ struct TraceCollectionTests {
                 ],
                 ["key": "x-api-key", "value": ["bytesValue": .string(secrets[4])]],
                 attribute("gen_ai.output.messages", #"[{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}]"#),
+                // Secrets in attributes whose names say nothing: a URL's query and password, a
+                // connection string.
+                attribute("url.full", "https://api.x.com/v1?api_key=\(secrets[5])&page=2"),
+                attribute("db.connection_string", "Server=db;User Id=sa;Password=\(secrets[6]);"),
+                attribute("gen_ai.tool.call.arguments", #"{"url":"https://user:\#(secrets[7])@host/"}"#),
             ],
             "events": [
                 ["name": "auth", "timeUnixNano": "1790000000100000000", "attributes": [attribute("oauth.access_token", secrets[2])]]

@@ -83,6 +83,52 @@ struct RedactorTests {
         #expect(Redactor.looksSecret(name) == looksSecret)
     }
 
+    @Test(
+        "credentials written as text are replaced: an authorization header in any case, NAME=VALUE settings (the name kept), a URL's password (the rest kept)"
+    )
+    func credentialsInText() throws {
+        let redactor = Redactor(environment: [:])
+        let cases: [(text: String, secret: String, kept: String, rule: String)] = [
+            ("authorization: bearer lowbearerSECRET123456", "lowbearerSECRET123456", "", "authorization"),
+            ("Authorization: Basic YWRtaW46QkFTSUNTRUNSRVQ5OQ==", "YWRtaW46QkFTSUNTRUNSRVQ5OQ", "", "authorization"),
+            ("AUTHORIZATION: token ghsecretvalue0011", "ghsecretvalue0011", "", "authorization"),
+            ("Server=db;User Id=sa;Password=COLSECRETpw123;", "COLSECRETpw123", "Password=", "setting"),
+            ("GET /v1?api_key=COLSECRETquery55&page=2", "COLSECRETquery55", "api_key=", "setting"),
+            ("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG", "secret_access_key=", "setting"),
+            ("export DB_PASSWORD=hunter2hunter2", "hunter2hunter2", "DB_PASSWORD=", "setting"),
+            ("Driver={x};Pwd=odbcSecret9;", "odbcSecret9", "Pwd=", "setting"),
+            ("postgres://admin:PGSECRETpw77x@db.internal:5432/app", "PGSECRETpw77x", "postgres://admin:", "url-password"),
+            ("see https://user:COLSECRETuserinfo@host/ now", "COLSECRETuserinfo", "https://user:", "url-password"),
+        ]
+        for (text, secret, kept, rule) in cases {
+            let shown = redactor.redactText(text)
+            #expect(!shown.contains(secret), "\(text) → \(shown)")
+            #expect(shown.contains(kept + "[redacted:\(rule):"), "\(text) → \(shown)")
+            // As a log line writes it: JSON text, the secret inside a string.
+            let line = String(decoding: JSONWriter.encode(["output": .string("first\n\(text)\nlast")]), as: UTF8.self)
+            #expect(redactor.mayRedact(Array(line.utf8)), "\(line)")
+            let written = try #require(redactor.redact(line), "\(line)")
+            #expect(!written.contains(secret), "\(written)")
+            #expect(try JSONParser.parse(Array(written.utf8))["output"]?.stringValue?.hasSuffix("\nlast") == true)
+        }
+        // The same secret gives the same placeholder, and a redacted value is not redacted again.
+        let twice = redactor.redactText("password=samesecret1 and password=samesecret1")
+        let placeholders = twice.components(separatedBy: "password=").dropFirst().map { $0.prefix { $0 != "]" } }
+        #expect(placeholders.count == 2 && placeholders[0] == placeholders[1], "\(twice)")
+        #expect(redactor.redactText(twice) == twice)
+        // Text that only looks like it: no credentials, nothing replaced.
+        for text in [
+            "PWD=/home/user/project", "the password= field is empty", "password=abc", "https://example.com:8080/path",
+            "ssh://git@github.com/x.git", "mailto:someone@example.com", "Authorization: Bearer", "a basic understanding of it",
+            "the bearer of bad news", "see http://host/a:b@c",
+        ] {
+            #expect(redactor.redactText(text) == text, "\(text) → \(redactor.redactText(text))")
+        }
+        // A header object's `authorization` member, whatever its scheme.
+        let headers = String(decoding: JSONWriter.encode(["headers": ["authorization": "basic dXNlcjpwYXNz"]]), as: UTF8.self)
+        #expect(try #require(redactor.redact(headers)).contains("[redacted:member:authorization:"))
+    }
+
     @Test("a command line's values of options named like secrets are found, in every spelling; other options and short values are not")
     func argumentSecrets() {
         let arguments = [

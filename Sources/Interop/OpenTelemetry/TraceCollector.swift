@@ -125,9 +125,12 @@ public final class TraceCollector: Sendable {
         var kept = 0
         var refused: TraceTooLarge?
         for trace in received.traces {
-            // Kept with its credentials' values replaced (`AttributeRedaction`): the journal is a
-            // file of its own, beside the log, and the log is made from it.
-            let line = JSONWriter.encode(AttributeRedaction.redact(trace.request))
+            // Kept with its credentials' values replaced (`AttributeRedaction`) and, as every log
+            // line is, every secret the writer's redaction finds in it (a password in a URL, a
+            // connection string's): the journal is a file of its own, beside the log, and the
+            // log is made from it.
+            let encoded = JSONWriter.encode(AttributeRedaction.redact(trace.request))
+            let line = Redactor.standard.redactContent(encoded) ?? encoded
             let journal = journal(trace.traceId)
             // A trace at its cap keeps none of this request's spans; the request's other
             // traces keep theirs. The refusal is kept beside the journal, so the trace's log
