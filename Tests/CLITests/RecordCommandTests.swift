@@ -568,6 +568,24 @@ struct RecordCommandTests {
         #expect(idle.status == 1, "\(idle.stderr)")
         #expect(idle.stderr.contains("exited 0 without a model request through the gateway"), "\(idle.stderr)")
         #expect(idle.stderr.contains("recorded: blocked"), "\(idle.stderr)")
+        // A request the gateway refuses (a member named twice) is counted and named: the agent is
+        // told why, and the run is not said to have made no request.
+        let script = directory.path("twice.py")
+        try """
+        import os, urllib.request, urllib.error
+        body = b'{"model": "m", "messages": [{"role": "user", "content": "a"}], "messages": []}'
+        request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
+                                         headers={"content-type": "application/json"})
+        try:
+            urllib.request.urlopen(request)
+        except urllib.error.HTTPError as error:
+            print(error.code, error.read().decode())
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let twice = try await agentEval(["record", "--no-catalog", "--log", directory.path("twice.jsonl.gz"), "--", "python3", script])
+        #expect(twice.status == 1, "\(twice.stdoutText)\(twice.stderr)")
+        #expect(twice.stdoutText.contains("400") && twice.stdoutText.contains("duplicate member name"), "\(twice.stdoutText)")
+        #expect(twice.stderr.contains("the gateway refused its request before any reached a model"), "\(twice.stderr)")
+        #expect(twice.stderr.contains("duplicate member name"), "\(twice.stderr)")
     }
 }
 

@@ -128,17 +128,28 @@ public final class GatewayHandler: HTTPRequestHandling {
         }
         let endpoint = route.map { String($0.rest.prefix { $0 != "?" }) }
         guard let route, head.method == .POST, let endpoint, Self.endpoints.contains(endpoint), let api = ModelAPI(path: endpoint) else {
-            return try await Self.answer(
-                404,
+            let message =
                 "agent-eval's gateway forwards model requests only: POST /openai/v1/chat/completions, /openai/v1/responses "
-                    + "or /anthropic/v1/messages; \(head.method.rawValue) \(path) is not one", to: head, outbound)
+                + "or /anthropic/v1/messages; \(head.method.rawValue) \(path) is not one"
+            recorder.noteRefused(message)
+            return try await Self.answer(404, message, to: head, outbound)
         }
         let headers = head.headers.compactMap { name, value -> HTTPHeader? in
             Self.hopByHop.contains(name.lowercased()) ? nil : HTTPHeader(name: name, value: value)
         }
-        let parsed = try? JSONParser.parse(body)
-        guard let parsed, parsed.objectValue != nil else {
-            return try await Self.answer(400, "the request body is not a JSON object", to: head, outbound)
+        let parsed: JSONValue
+        do {
+            parsed = try JSONParser.parse(body)
+        } catch {
+            // Why, in the parser's words: a member named twice reads as JSON to many tools.
+            let message = "the request body is not JSON that agent-eval's gateway can record: \(error)"
+            recorder.noteRefused(message)
+            return try await Self.answer(400, message, to: head, outbound)
+        }
+        guard parsed.objectValue != nil else {
+            let message = "the request body is not a JSON object, but \(parsed.typeDescription)"
+            recorder.noteRefused(message)
+            return try await Self.answer(400, message, to: head, outbound)
         }
         await recorder.settleForkPoint(body: parsed)
         let exchange = recorder.begin(

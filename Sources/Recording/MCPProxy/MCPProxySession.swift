@@ -216,7 +216,11 @@ actor MCPProxySession {
             message = try JSONParser.parse(line)
         } catch {
             // JSON-RPC's answer to a line that is not JSON: a parse error with a null id.
-            await answerClient(id: .null, error: (-32700, "agent-eval mcp-proxy: the line is not JSON: \(JSONLinesProcess.excerpt(line))"))
+            await answerClient(
+                id: .null,
+                error: (
+                    -32700, "agent-eval mcp-proxy: the line is not JSON the proxy can judge (\(error)): \(JSONLinesProcess.excerpt(line))"
+                ))
             return
         }
         if case .array(let items) = message {

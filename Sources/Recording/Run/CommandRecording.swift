@@ -122,6 +122,10 @@ public struct CommandRecording: Sendable {
         /// Model requests the upstream answered with a status that still failed (a reply that
         /// could not be read, an HTTP error): made, but not answered.
         public var failedRequests = 0
+        /// Requests the gateway refused before they could be recorded (a wrong path, a body that
+        /// is not a JSON object), and why the first was.
+        public var refusedRequests = 0
+        public var firstRefusal: String?
         /// Answered requests whose reply carried no token usage: `--max-tokens` counted an
         /// estimate for each.
         public var unmeteredReplies = 0
@@ -282,11 +286,13 @@ public struct CommandRecording: Sendable {
         }
         let stop = try recorder.finish(ending, stderrTail: String(decoding: result.stderr, as: UTF8.self))
         await finishedLogs?.logsFinished([logPath])
-        return Outcome(
+        var outcome = Outcome(
             logPath: logPath, runId: runId, stop: stop, exitStatus: result.exitStatus, signal: result.signal, isTimedOut: result.isTimedOut,
             requests: recorder.requestCount, failedRequests: recorder.failedRequestCount,
             unmeteredReplies: recorder.unmeteredReplyCount, stopCause: recorder.stopCause,
             proxiedCalls: recorder.proxiedCallCount, spans: recorder.spanCounts, unshownEdits: recorder.unshownEdits)
+        (outcome.refusedRequests, outcome.firstRefusal) = recorder.refusedRequests
+        return outcome
     }
 
     /// The largest OTLP request the gateway takes from the command (what `collect` takes by default).

@@ -137,6 +137,10 @@ public final class ExchangeRecorder: Sendable {
         /// a reply that could not be read, cut off, or an HTTP error. Each was made and may be
         /// billed, so `--max-requests` counts it as it counts an answered one.
         var failedAnswered = 0
+        /// Requests the gateway refused before they could be recorded (a path that is no model
+        /// API's, a body that is not a JSON object), and why the first was.
+        var refused = 0
+        var firstRefusal: String?
         /// Requests forwarded and not yet finished.
         var inFlight = 0
         /// The requests in flight when the command ended (`commandEnded`), before stopping the
@@ -246,6 +250,18 @@ public final class ExchangeRecorder: Sendable {
 
     /// Requests the upstream answered with a status that still failed (`State.failedAnswered`).
     public var failedRequestCount: Int { state.withLock { $0.failedAnswered } }
+
+    /// Requests the gateway refused before they could be recorded, and why the first was.
+    public var refusedRequests: (count: Int, first: String?) { state.withLock { ($0.refused, $0.firstRefusal) } }
+
+    /// The gateway refused a request before it could be recorded (it reached no model): counted,
+    /// so that a run that made only such requests is not said to have made none.
+    public func noteRefused(_ reason: String) {
+        state.withLock { state in
+            state.refused += 1
+            if state.firstRefusal == nil { state.firstRefusal = reason }
+        }
+    }
 
     /// Tool calls MCP proxies judged into this run (`agent-eval mcp-proxy` under `record`).
     public var proxiedCallCount: Int { state.withLock { $0.proxying.proxiedCalls.count } }

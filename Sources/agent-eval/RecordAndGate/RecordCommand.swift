@@ -166,7 +166,11 @@ struct RecordCommand: AsyncParsableCommand, ReadsLogs {
         if outcome.exitStatus == 0 && outcome.requests == 0 && outcome.proxiedCalls == 0 {
             // A recording with no model request and no tool call an MCP proxy judged holds
             // nothing a replay or a gate can use: a step of CI that records must not pass on it.
-            if outcome.failedRequests > 0 {
+            if outcome.refusedRequests > 0 {
+                printError(
+                    "error: the command exited 0, but the gateway refused \(outcome.refusedRequests == 1 ? "its request" : "all \(outcome.refusedRequests) of its requests") "
+                        + "before any reached a model (\(outcome.firstRefusal ?? "see above")), so nothing was recorded")
+            } else if outcome.failedRequests > 0 {
                 printError(
                     "error: the command exited 0, but none of the \(counted(outcome.failedRequests, "model request")) it made through "
                         + "the gateway was answered in a way that could be recorded (\(outcome.stop.error ?? "see the log")), so nothing "
