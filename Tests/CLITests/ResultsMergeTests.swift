@@ -317,6 +317,22 @@ struct ResultsMergeTests {
             let missing = try await merge([directory.path("nowhere.json")])
             #expect(missing.status == 2)
             #expect(missing.stderr.contains("cannot read \(directory.path("nowhere.json"))"))
+
+            // A case whose outcome its own attempts contradict (an edited report) is no verdict.
+            guard case .object(var edited) = try report(plain), case .array(var entries)? = edited["cases"],
+                case .object(var entry)? = entries.first
+            else { throw CLITestError.unexpected("no case in \(plain)") }
+            let id = entry["case_id"]?.stringValue ?? ""
+            entry["attempts"] = ["passed": 0, "failed": 1, "could_not_run": 0]
+            entry["outcome"] = "pass"
+            entries[0] = .object(entry)
+            edited["cases"] = .array(entries)
+            try Data(JSONWriter.encode(.object(edited))).write(to: URL(fileURLWithPath: directory.path("edited.json")))
+            let contradicted = try await merge([directory.path("edited.json")])
+            #expect(contradicted.status == 2, "\(contradicted.stdoutText)\(contradicted.stderr)")
+            #expect(
+                contradicted.stderr.contains("case \(id) says its outcome is \"pass\", but its attempts make it \"fail\""),
+                "\(contradicted.stderr)")
         }
     }
 

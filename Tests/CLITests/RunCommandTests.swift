@@ -138,6 +138,60 @@ struct RunCommandTests {
         }
     }
 
+    @Test(
+        "a new case that fails fails --fail-on regression and is not written as a known failure by the gate's update; a baseline of another case is refused"
+    )
+    func newFailingCase() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = ExampleRuns.directory.appendingPathComponent("support-refund.jsonl.gz").path
+            try FileManager.default.createDirectory(atPath: directory.path("cases"), withIntermediateDirectories: true)
+            try "caseId: ok\nlogs: \(log)\nexpected: {toolsCalled: [refund_order]}\n".write(
+                toFile: directory.path("cases/ok.yaml"), atomically: true, encoding: .utf8)
+            let first = try await agentEval(["run", directory.path("cases"), "--no-catalog", "--update-baseline"])
+            #expect(first.status == 0, "\(first.stdoutText)\(first.stderr)")
+
+            // A pull request adds a case that has never passed: no baseline says it failed before.
+            try "caseId: never-passed\nlogs: \(log)\nexpected: {toolsCalled: [delete_customer]}\n".write(
+                toFile: directory.path("cases/new.yaml"), atomically: true, encoding: .utf8)
+            let gate = try await agentEval(["run", directory.path("cases"), "--no-catalog", "--fail-on", "regression", "--json"])
+            #expect(gate.status == 1, "\(gate.stdoutText)\(gate.stderr)")
+            let report = try JSONParser.parse(Array(gate.stdout))
+            #expect(report["summary"]?["new"]?.intValue == 1 && report["summary"]?["new_failing"]?.intValue == 1, "\(gate.stdoutText)")
+            #expect(report["verdict"]?["line"]?.stringValue?.contains("1 new (no baseline to compare with; 1 of them failing)") == true)
+
+            // The recipe's update on main writes nothing, and says why and what to do.
+            let update = try await agentEval(
+                ["run", directory.path("cases"), "--no-catalog", "--fail-on", "regression", "--update-baseline"])
+            #expect(update.status == 1, "\(update.stdoutText)\(update.stderr)")
+            #expect(update.stderr.contains("baseline not written: a new case fails (never-passed)"), "\(update.stderr)")
+            #expect(update.stderr.contains("quarantine it"), "\(update.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.path("cases/.baseline/never-passed.json")))
+
+            // Quarantined, it lands failing and the gate holds.
+            try
+                "caseId: never-passed\nlogs: \(log)\nexpected: {toolsCalled: [delete_customer]}\nquarantine: {owner: ana, reason: fixing the agent, until: 2999-01-01}\n"
+                .write(toFile: directory.path("cases/new.yaml"), atomically: true, encoding: .utf8)
+            let held = try await agentEval(["run", directory.path("cases"), "--no-catalog", "--fail-on", "regression"])
+            #expect(held.status == 0, "\(held.stdoutText)\(held.stderr)")
+
+            // Written on purpose (without --fail-on regression), it is a known failure from then on.
+            try "caseId: never-passed\nlogs: \(log)\nexpected: {toolsCalled: [delete_customer]}\n".write(
+                toFile: directory.path("cases/new.yaml"), atomically: true, encoding: .utf8)
+            let decided = try await agentEval(["run", directory.path("cases"), "--no-catalog", "--update-baseline"])
+            #expect(decided.status == 1 && decided.stdoutText.contains("baseline written"), "\(decided.stdoutText)\(decided.stderr)")
+            let known = try await agentEval(["run", directory.path("cases"), "--no-catalog", "--fail-on", "regression"])
+            #expect(known.status == 0 && known.stdoutText.contains("1 known failure"), "\(known.stdoutText)")
+
+            // A baseline file copied from another case's is that case's evidence, not this one's.
+            try FileManager.default.removeItem(atPath: directory.path("cases/.baseline/never-passed.json"))
+            try FileManager.default.copyItem(
+                atPath: directory.path("cases/.baseline/ok.json"), toPath: directory.path("cases/.baseline/never-passed.json"))
+            let copied = try await agentEval(["run", directory.path("cases"), "--no-catalog", "--fail-on", "regression"])
+            #expect(copied.status == 2, "\(copied.stdoutText)\(copied.stderr)")
+            #expect(copied.stderr.contains("is the baseline of case \"ok\", not of \"never-passed\""), "\(copied.stderr)")
+        }
+    }
+
     @Test("--shard and --filter select cases; a selection that is empty is an error")
     func selection() async throws {
         var seen: [String] = []

@@ -79,6 +79,17 @@ struct CaseFileTests {
                 "case.yaml:1:1: case \"a\" has both agent and logs; a case checks live runs or recorded ones"
             ),
             ("caseId: a\nagent: y.yaml\nexpected: {toolsCalled: [t]}\n", "case.yaml:1:1: case \"a\" runs live and needs an input"),
+            // An input beside logs read as checked: a log of another task passed.
+            (
+                "caseId: a\ninput: Close account c-99.\nlogs: x.gz\nexpected: {toolsCalled: [t]}\n",
+                "case.yaml:2:8: case \"a\" has input and logs: input is the goal of a live run, and a recorded log holds its own "
+                    + "(drop input, since the log's goal is its run_started event's; or run the case live with agent and input)"
+            ),
+            // An empty path named the case file's own folder.
+            (
+                "caseId: a\nlogs: \"\"\nexpected: {toolsCalled: [t]}\n",
+                "case.yaml:2:7: case \"a\" logs has an empty path (name a log, e.g. logs: runs/refund.jsonl.gz, or a pattern such as runs/*.jsonl.gz)"
+            ),
             (
                 "caseId: a\nlogs: x.gz\nexpected: {sequence: {mode: sorted, calls: [x]}}\n",
                 #"case.yaml:3:29: sequence.mode must be one of "strict", "unordered", "superset", "subset", "in_order", found "sorted""#

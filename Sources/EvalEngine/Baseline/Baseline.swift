@@ -221,7 +221,16 @@ public struct Baseline: Sendable, Hashable {
             let value = try JSONFile.read(
                 path, as: "a readable baseline", code: .unreadableBaseline,
                 hint: "write the baseline again from a run you trust (agent-eval run --update-baseline --replace-baseline)")
-            baselines[evalCase.id] = try Baseline(json: value, path: path)
+            let baseline = try Baseline(json: value, path: path)
+            // A file copied or renamed from another case's: its outcome and tools are that
+            // case's, and the gate would compare with them.
+            guard baseline.caseId == evalCase.id else {
+                throw EvalError(
+                    .unreadableBaseline, "\(path) is the baseline of case \"\(baseline.caseId)\", not of \"\(evalCase.id)\"",
+                    hint: "a case's baseline is <case id>.json; write it again from a run you trust "
+                        + "(agent-eval run --update-baseline --replace-baseline), or delete the file to start the case over")
+            }
+            baselines[evalCase.id] = baseline
         }
         return baselines
     }

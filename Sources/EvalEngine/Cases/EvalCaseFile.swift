@@ -187,6 +187,19 @@ public enum EvalCaseFile {
                 guard !logs.isEmpty else {
                     throw ConfigError(.invalidValue, "\(name) logs is empty", at: logsNode?.location ?? node.location)
                 }
+                // An empty path would name the case file's own folder.
+                guard !logs.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) else {
+                    throw ConfigError(
+                        .invalidValue, "\(name) logs has an empty path", at: logsNode?.location ?? node.location,
+                        hint: "name a log, e.g. logs: runs/refund.jsonl.gz, or a pattern such as runs/*.jsonl.gz")
+                }
+                if let inputNode {
+                    // Left alone, it reads as checked: a case whose logs hold another task passed.
+                    throw ConfigError(
+                        .invalidValue, "\(name) has input and logs: input is the goal of a live run, and a recorded log holds its own",
+                        at: inputNode.location,
+                        hint: "drop input, since the log's goal is its run_started event's; or run the case live with agent and input")
+                }
                 if !approve.isEmpty || !deny.isEmpty {
                     throw ConfigError(.invalidValue, "\(name) approve and deny only apply to live runs (with agent)", at: node.location)
                 }

@@ -29,6 +29,10 @@ public struct ReportCounts: Sendable, Hashable {
         public var notSignificant = 0
         /// Cases with no baseline entry: compared with nothing.
         public var new = 0
+        /// Of `new`, the failed ones that fail the gate (not quarantined): no baseline says they
+        /// failed before, so `--fail-on regression` fails on them as on a regression (a case that
+        /// is to land failing is quarantined, docs/ci.md).
+        public var newFailing = 0
     }
 
     public init() {}
@@ -62,7 +66,9 @@ public struct ReportCounts: Sendable, Hashable {
             case .regressed?: baseline?.regressed += 1
             case .knownFailure?: baseline?.knownFailures += 1
             case .notSignificant?: baseline?.notSignificant += 1
-            case .new?: baseline?.new += 1
+            case .new?:
+                baseline?.new += 1
+                if !outcome.passes { baseline?.newFailing += 1 }
             default: break
             }
         }
@@ -71,16 +77,19 @@ public struct ReportCounts: Sendable, Hashable {
     /// Whether one case entry fails the gate under `failOn` — the rule `exitStatus` counts, which
     /// the JUnit file, GitHub annotations and the pull-request comment apply case by case: a
     /// quarantine past its date always fails; a held quarantine never does; a failed case fails
-    /// unless only regressions do; a regressed one unless only failures do. A case that could
-    /// not run is not a gate failure but a harness error (exit 2).
+    /// unless only regressions do and a baseline says it failed before (a new case has none); a
+    /// regressed one unless only failures do. A case that could not run is not a gate failure
+    /// but a harness error (exit 2).
     public static func failsGate(_ entry: JSONValue, failOn: FailOn) -> Bool {
         let outcome = entry["outcome"]?.stringValue.flatMap(CaseOutcome.init(reported:)) ?? .error
         if outcome == .error { return false }
         let quarantine = entry["quarantine"]
         if quarantine?["expired"]?.boolValue == true { return true }
         if quarantine != nil { return false }
-        let regressed = entry["baseline"]?["status"]?.stringValue == BaselineComparison.Status.regressed.rawValue
-        return !outcome.passes && failOn != .regression || regressed && failOn != .failure
+        let status = entry["baseline"]?["status"]?.stringValue
+        let regressed = status == BaselineComparison.Status.regressed.rawValue
+        let isNew = status == BaselineComparison.Status.new.rawValue
+        return !outcome.passes && (failOn != .regression || isNew) || regressed && failOn != .failure
     }
 
     /// The exit status CI gets: 2 when a case could not run, 1 when a case failed or regressed
@@ -89,7 +98,7 @@ public struct ReportCounts: Sendable, Hashable {
         if errors > 0 { return 2 }
         let regressed = baseline?.regressed ?? 0
         switch failOn {
-        case .regression: return regressed > 0 || expiredQuarantines > 0 ? 1 : 0
+        case .regression: return regressed > 0 || (baseline?.newFailing ?? 0) > 0 || expiredQuarantines > 0 ? 1 : 0
         case .failure: return failed > 0 ? 1 : 0
         case .any: return failed > 0 || regressed > 0 ? 1 : 0
         }
@@ -117,7 +126,11 @@ public struct ReportCounts: Sendable, Hashable {
             parts.append(
                 "\(baseline.regressed) regressed, \(baseline.knownFailures) known failure\(baseline.knownFailures == 1 ? "" : "s")")
             if baseline.notSignificant > 0 { parts.append("\(baseline.notSignificant) failing without a significant drop") }
-            if baseline.new > 0 { parts.append("\(baseline.new) new (no baseline to compare with)") }
+            if baseline.new > 0 {
+                parts.append(
+                    "\(baseline.new) new (no baseline to compare with"
+                        + (baseline.newFailing > 0 ? "; \(baseline.newFailing) of them failing" : "") + ")")
+            }
         }
         return parts.joined(separator: ", ")
     }

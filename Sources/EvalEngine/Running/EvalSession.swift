@@ -283,6 +283,11 @@ public struct EvalSession: Sendable {
         /// the baseline's from then on (a failure known, a new tool seen), blessed without
         /// anyone deciding so. `--replace-baseline` is that decision.
         case regressed([String])
+        /// Under `--fail-on regression`, these new cases fail (not quarantined): written, each
+        /// would be a known failure from then on, though no run of it ever passed and nobody
+        /// decided so. Writing a baseline without `--fail-on regression` (a person's first one),
+        /// or `--replace-baseline`, is that decision; quarantine is the way to land it failing.
+        case newFailing([String])
 
         /// What the console says.
         public var sentence: String {
@@ -293,6 +298,12 @@ public struct EvalSession: Sendable {
                     + cases.prefix(5).joined(separator: ", ") + (cases.count > 5 ? ", …" : "")
                     + "); fix the regression, or accept this run as the baseline with --replace-baseline "
                     + "(or delete a case's file to start that case over)"
+            case .newFailing(let cases):
+                "baseline not written: \(cases.count == 1 ? "a new case fails" : "\(cases.count) new cases fail") ("
+                    + cases.prefix(5).joined(separator: ", ") + (cases.count > 5 ? ", …" : "")
+                    + "), and a baseline written now would make each a known failure no run of it ever passed; fix it, "
+                    + "quarantine it (docs/eval-cases.md, \"Quarantine\"), or record it as a known failure on purpose with "
+                    + "--update-baseline without --fail-on regression"
             }
         }
     }
@@ -303,7 +314,13 @@ public struct EvalSession: Sendable {
         if report.interruptedBy != nil { return .interrupted }
         guard !plan.replacesBaseline else { return nil }
         let regressed = report.results.map(\.id).filter { report.comparisons[$0]?.status == .regressed }
-        return regressed.isEmpty ? nil : .regressed(regressed)
+        if !regressed.isEmpty { return .regressed(regressed) }
+        guard plan.failOn == .regression else { return nil }
+        let newFailing = report.results.filter { result in
+            report.comparisons[result.id]?.status == .new && result.outcome != .error && !result.outcome.passes
+                && result.evalCase.quarantine.map { $0.isExpiredNow } ?? true
+        }.map(\.id)
+        return newFailing.isEmpty ? nil : .newFailing(newFailing)
     }
 
     /// Adds `report` to the baseline when the plan asks for it (`Baseline.write`) and nothing
