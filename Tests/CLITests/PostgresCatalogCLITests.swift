@@ -212,7 +212,9 @@ struct PostgresCatalogCLITests {
             try #require(held > 0, "psql never took the catalog's lock")
             let index = Task { try await agentEval(["index", directory.path("logs"), "--catalog", server.url], queued: false) }
             var waiting = 0
-            for _ in 0..<400 {
+            // Up to a minute: a debug build started beside the suite's other tests (and pip
+            // installing a test's packages) took more than 20 s to reach the lock.
+            for _ in 0..<1200 {
                 waiting =
                     try await Self.number(
                         "SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", catalog: server.url) ?? 0
