@@ -69,6 +69,10 @@ public struct LogError: Diagnostic, Hashable {
         /// An event holds `data` members this build does not know (a newer writer's): `log
         /// upgrade`, which writes each event from what it decodes, would drop them.
         case unknownMembers = "unknown_members"
+        /// The events are intact, but the run they fold to holds anomalies — events that do not
+        /// fit together, such as a second stop or a result for a call never proposed
+        /// (docs/log-format.md, A.2): a warning of `log verify`; a case over the log could not run.
+        case anomalousRun = "anomalous_run"
     }
 
     public var code: Code

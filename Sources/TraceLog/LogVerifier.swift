@@ -171,6 +171,17 @@ public enum LogVerifier {
         report.signatureCount = signatures.count
         report.digestCount = digests.checked
         report.peakBufferBytes = scanner.peakBufferBytes
+        // Intact events that do not fit together (a second stop, a result for a call never
+        // proposed): no writer of agent-eval writes them, and a case over the log could not
+        // run. Said beside "intact", which is about the chain, so that it is not read as whole.
+        for anomaly in digests.anomalies {
+            report.warnings.append(
+                LogError(
+                    .anomalousRun, "the run is anomalous at seq \(anomaly.sequence): \(anomaly.message)", path: path,
+                    sequence: anomaly.sequence,
+                    hint: "the chain is intact, but the events do not fit together; `agent-eval replay` shows the run, "
+                        + "and a case over this log could not run (eval.anomalous_run)"))
+        }
         return report
     }
 }

@@ -140,6 +140,25 @@ struct LogDamageTests {
         }
     }
 
+    @Test("an intact log whose events do not fit together as a run (a second stop) is intact with an anomalous_run warning at its seq")
+    func anomalousRunWarned() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("two-stops.jsonl.gz")
+            let (_, _, events) = try writeSampleLog(at: path)
+            let clean = try LogVerifier.verify(path: path)
+            #expect(clean.isIntact && clean.warnings.isEmpty, "\(clean.warnings)")
+            // The chain goes on, as a writer that reopens the log links to it: no chain problem.
+            let (writer, _) = try LogWriter.open(at: path)
+            _ = try writer.append(.runStopped(RunStopped(reason: .success, answer: "again")), step: 9, timeUs: 99)
+            try writer.close()
+            let report = try LogVerifier.verify(path: path)
+            #expect(report.isIntact, "\(report.problems)")
+            let warning = try #require(report.warnings.first { $0.code == .anomalousRun }, "\(report.warnings)")
+            #expect(warning.sequence == events.count, "\(warning)")
+            #expect(warning.message.hasPrefix("the run is anomalous at seq \(events.count): "), "\(warning.message)")
+        }
+    }
+
     @Test("any read buffer size gives the same events and the same findings, headers split across reads included")
     func readBufferSizes() throws {
         try TemporaryDirectory.with { directory in

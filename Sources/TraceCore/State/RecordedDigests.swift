@@ -17,6 +17,12 @@ public struct RecordedDigests: Sendable {
 
     public init() {}
 
+    /// The anomalies the run's fold found in the events added so far (none for a pipeline log).
+    public var anomalies: [Anomaly] {
+        if case .run(let state, _)? = fold { return state.anomalies }
+        return []
+    }
+
     /// Folds `event`; false when it records a digest that is not the digest of the state the
     /// events before it fold to (it is folded all the same, so each later digest is checked as
     /// the reference reader checks it: against the events as they are).
