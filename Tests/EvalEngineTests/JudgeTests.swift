@@ -77,6 +77,10 @@ struct JudgeTests {
             (#"{raw: "fail: wrong id"}"#, false, "wrong id"),
             (#"{raw: 'I checked it. {"pass": false, "reason": "It does not pass: no id."}'}"#, false, "It does not pass: no id."),
             (#"{answer: '{"pass": true, "reason": "via answer"}'}"#, true, "via answer"),
+            // A reason that begins with no or not, or a JSON verdict after text that says the other word in another sense.
+            (#"{raw: "PASS - No issues found; it names rf-9."}"#, true, "No issues found; it names rf-9."),
+            (#"{raw: "FAIL: Not all requirements are met"}"#, false, "Not all requirements are met"),
+            (#"{raw: 'The agent said the tests passed, which is wrong. {"pass": false, "reason": "wrong"}'}"#, false, "wrong"),
         ])
     func verdictForms(reply: String, passed: Bool, reason: String) async throws {
         try await TemporaryDirectory.with { directory in
@@ -106,8 +110,9 @@ struct JudgeTests {
             #"{raw: '{"pass": true, "reason": "a"} {"pass": false, "reason": "b"}'}"#,
             // A leading word that the reply answers or takes back, and one object whose members disagree.
             #"{raw: 'Pass: no. The answer is in English.'}"#, #"{raw: 'PASS - no, this FAILS the rubric.'}"#,
-            #"{raw: 'FAIL? Not really, it passed.'}"#, #"{raw: '{"pass": true, "passed": false}'}"#,
+            #"{raw: 'PASS — no.'}"#, #"{raw: 'PASS! No, it does not.'}"#, #"{raw: '{"pass": true, "passed": false}'}"#,
             #"{raw: '{"pass": true, "verdict": "fail"}'}"#, #"{raw: '{"passed": true, "pass": "no"}'}"#,
+            #"{raw: '{"pass": true, "verdict": "FAILED"}'}"#,
         ])
     func noVerdict(reply: String) async throws {
         try await TemporaryDirectory.with { directory in

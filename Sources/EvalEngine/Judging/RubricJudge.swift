@@ -332,12 +332,16 @@ public final class RubricJudge: Sendable {
             guard rest.first.map({ $0.isWhitespace || [":", "-", ".", ",", "!", "*", "\u{2014}", "\u{2013}"].contains($0) }) ?? true else {
                 continue
             }
-            let reason = rest.drop { $0.isWhitespace || $0 == ":" || $0 == "-" || $0 == "." || $0 == "*" }
-            // A reply that answers its own word (`Pass: no.`) or goes on to say the other one
-            // (`PASS - no, this fails the rubric`) says two things: no verdict, as for JSON.
-            let firstWord = reason.prefix { $0.isLetter }.lowercased()
-            if ["no", "not", "yes", "false", "true"].contains(firstWord) || verdictWords(in: String(reason)).contains(!passed) {
-                return .failure(NoVerdict(message: "the reply begins with \(word) but goes on to say otherwise: \"\(shown)\""))
+            let reason = rest.drop { $0.isWhitespace || [":", "-", ".", ",", "!", "*", "\u{2014}", "\u{2013}"].contains($0) }
+            // The word as a field, answered (`Pass: no.`, `PASS - no, this fails the rubric`): a
+            // bare yes or no right after it. One that says the opposite of the word says two
+            // things, no verdict; `No issues found` is a reason, not an answer.
+            let answer = reason.prefix { $0.isLetter }
+            let afterAnswer = reason.dropFirst(answer.count).first
+            if afterAnswer == nil || afterAnswer.map({ !$0.isWhitespace && !$0.isLetter && $0 != "'" }) == true,
+                ["no", "false"].contains(answer.lowercased())
+            {
+                return .failure(NoVerdict(message: "the reply begins with \(word) and answers it \(answer): \"\(shown)\""))
             }
             return .success(Verdict(passed: passed, reason: String(reason)))
         }
@@ -364,8 +368,11 @@ public final class RubricJudge: Sendable {
                     if let flag = member.boolValue { said.append(flag) } else { isMalformed = true }
                 }
                 for key in ["verdict", "result"] {
-                    guard let word = value[key]?.stringValue?.lowercased(), ["pass", "fail"].contains(word) else { continue }
-                    said.append(word == "pass")
+                    switch value[key]?.stringValue?.lowercased() {
+                    case "pass"?, "passed"?, "passes"?: said.append(true)
+                    case "fail"?, "failed"?, "fails"?, "failure"?: said.append(false)
+                    default: continue
+                    }
                 }
                 if let flag = said.first {
                     let disagrees = isMalformed || said.contains(!flag)
@@ -408,14 +415,13 @@ public final class RubricJudge: Sendable {
         return nil
     }
 
-    /// The verdicts the words PASS and FAIL (any case, as whole words, with their verb forms:
-    /// `fails`, `passed`) say in `text`.
+    /// The verdicts the words PASS and FAIL (any case, as whole words) say in `text`.
     static func verdictWords(in text: String) -> Set<Bool> {
         var said = Set<Bool>()
         for word in text.split(whereSeparator: { !$0.isLetter }) {
             switch word.lowercased() {
-            case "pass", "passes", "passed": said.insert(true)
-            case "fail", "fails", "failed": said.insert(false)
+            case "pass": said.insert(true)
+            case "fail": said.insert(false)
             default: break
             }
         }
