@@ -182,6 +182,18 @@ struct RunCommandTests {
             let known = try await agentEval(["run", directory.path("cases"), "--no-catalog", "--fail-on", "regression"])
             #expect(known.status == 0 && known.stdoutText.contains("1 known failure"), "\(known.stdoutText)")
 
+            // With no baseline at all (the recipe's first run, --allow-no-baseline), every case is
+            // new: the failing one fails the gate, and the update writes nothing.
+            try FileManager.default.removeItem(atPath: directory.path("cases/.baseline"))
+            let firstGate = try await agentEval(
+                ["run", directory.path("cases"), "--no-catalog", "--fail-on", "regression", "--allow-no-baseline"])
+            #expect(firstGate.status == 1, "\(firstGate.stdoutText)\(firstGate.stderr)")
+            let firstUpdate = try await agentEval(
+                ["run", directory.path("cases"), "--no-catalog", "--fail-on", "regression", "--update-baseline"])
+            #expect(firstUpdate.stderr.contains("baseline not written: a new case fails (never-passed)"), "\(firstUpdate.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.path("cases/.baseline/never-passed.json")))
+            #expect(try await agentEval(["run", directory.path("cases"), "--no-catalog", "--update-baseline"]).status == 1)
+
             // A baseline file copied from another case's is that case's evidence, not this one's.
             try FileManager.default.removeItem(atPath: directory.path("cases/.baseline/never-passed.json"))
             try FileManager.default.copyItem(

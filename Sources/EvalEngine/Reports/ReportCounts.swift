@@ -19,6 +19,10 @@ public struct ReportCounts: Sendable, Hashable {
     public var quarantined = 0
     /// Cases quarantined past their `until` date.
     public var expiredQuarantines = 0
+    /// Failed cases (not quarantined) that no baseline says failed before — new to it, or no
+    /// baseline was compared at all (`--allow-no-baseline`): they fail `--fail-on regression`
+    /// as a regression does, since nobody decided their failure was known.
+    public var unvouchedFailures = 0
     /// Regressed cases, known failures and unconfirmed falls (not quarantined), when a baseline
     /// was compared.
     public var baseline: Baseline?
@@ -61,6 +65,7 @@ public struct ReportCounts: Sendable, Hashable {
                 if outcome == .flakyPass { flakyPassed += 1 }
             } else {
                 failed += 1
+                if !outcome.passes && Self.isUnvouched(status) { unvouchedFailures += 1 }
             }
             switch status {
             case .regressed?: baseline?.regressed += 1
@@ -77,7 +82,7 @@ public struct ReportCounts: Sendable, Hashable {
     /// Whether one case entry fails the gate under `failOn` — the rule `exitStatus` counts, which
     /// the JUnit file, GitHub annotations and the pull-request comment apply case by case: a
     /// quarantine past its date always fails; a held quarantine never does; a failed case fails
-    /// unless only regressions do and a baseline says it failed before (a new case has none); a
+    /// unless only regressions do and a baseline says it failed before (`isUnvouched`); a
     /// regressed one unless only failures do. A case that could not run is not a gate failure
     /// but a harness error (exit 2).
     public static func failsGate(_ entry: JSONValue, failOn: FailOn) -> Bool {
@@ -86,10 +91,19 @@ public struct ReportCounts: Sendable, Hashable {
         let quarantine = entry["quarantine"]
         if quarantine?["expired"]?.boolValue == true { return true }
         if quarantine != nil { return false }
-        let status = entry["baseline"]?["status"]?.stringValue
-        let regressed = status == BaselineComparison.Status.regressed.rawValue
-        let isNew = status == BaselineComparison.Status.new.rawValue
-        return !outcome.passes && (failOn != .regression || isNew) || regressed && failOn != .failure
+        let status = entry["baseline"]?["status"]?.stringValue.flatMap(BaselineComparison.Status.init(rawValue:))
+        let regressed = status == .regressed
+        return !outcome.passes && (failOn != .regression || isUnvouched(status)) || regressed && failOn != .failure
+    }
+
+    /// Whether a failed case's baseline status leaves its failure unvouched for: no baseline
+    /// entry (`new`), or none compared (nil). A known failure, or a fall too small to tell from
+    /// noise, is vouched for; a regression is counted as one.
+    static func isUnvouched(_ status: BaselineComparison.Status?) -> Bool {
+        switch status {
+        case nil, .new?: return true
+        default: return false
+        }
     }
 
     /// The exit status CI gets: 2 when a case could not run, 1 when a case failed or regressed
@@ -98,7 +112,7 @@ public struct ReportCounts: Sendable, Hashable {
         if errors > 0 { return 2 }
         let regressed = baseline?.regressed ?? 0
         switch failOn {
-        case .regression: return regressed > 0 || (baseline?.newFailing ?? 0) > 0 || expiredQuarantines > 0 ? 1 : 0
+        case .regression: return regressed > 0 || unvouchedFailures > 0 || expiredQuarantines > 0 ? 1 : 0
         case .failure: return failed > 0 ? 1 : 0
         case .any: return failed > 0 || regressed > 0 ? 1 : 0
         }

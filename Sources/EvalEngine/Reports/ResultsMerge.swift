@@ -120,11 +120,12 @@ public struct ResultsMerge: Sendable {
                 guard let id = entry["case_id"]?.stringValue, let outcome = entry["outcome"]?.stringValue else {
                     throw bad("\(path): cases[\(index)] has no \"case_id\" or no \"outcome\"")
                 }
-                if let derived = Self.outcomeOfAttempts(entry), derived != outcome {
+                if let derived = Self.outcomesOfAttempts(entry), !derived.contains(outcome) {
                     // The gate counts outcomes: one that its own attempts contradict (an edited
                     // or damaged report) would pass a case that failed.
                     throw bad(
-                        "\(path): case \(id) says its outcome is \"\(outcome)\", but its attempts make it \"\(derived)\"",
+                        "\(path): case \(id) says its outcome is \"\(outcome)\", but its attempts make it "
+                            + derived.sorted().map { "\"\($0)\"" }.joined(separator: " or "),
                         hint: "the report was edited or damaged; run the shard again and merge the report it writes")
                 }
                 if let first = owner[id] {
@@ -194,23 +195,24 @@ public struct ResultsMerge: Sendable {
             + " (merged from \(inputs.count) report\(inputs.count == 1 ? "" : "s"))"
     }
 
-    /// The outcome a case entry's `attempts` give by the documented rule (`CaseResult.outcome`):
-    /// `error` when any attempt could not run, else from the passes and failures, its attempts
-    /// repeats when the case is live or has `min_pass_rate`. Nil for an entry without readable
-    /// counts, or one whose outcome is `error` (a case-level problem: its attempts may all have
-    /// passed).
-    static func outcomeOfAttempts(_ entry: JSONValue) -> String? {
+    /// The outcomes a case entry's `attempts` can give by the documented rule
+    /// (`CaseResult.outcome`): `error` when any attempt could not run, else from the passes and
+    /// failures, its attempts repeats when the case is live or has `min_pass_rate` — or when a
+    /// recorded case set `minPassRate: 1`, which the report does not write, so a recorded case
+    /// without it may be either. Nil for an entry without readable counts, or one whose outcome
+    /// is `error` (a case-level problem: its attempts may all have passed).
+    static func outcomesOfAttempts(_ entry: JSONValue) -> Set<String>? {
         guard entry["outcome"]?.stringValue != CaseOutcome.error.rawValue, let attempts = entry["attempts"],
             let passed = attempts["passed"]?.intValue, let failed = attempts["failed"]?.intValue,
             let couldNotRun = attempts["could_not_run"]?.intValue, passed >= 0, failed >= 0, couldNotRun >= 0
         else { return nil }
-        if couldNotRun > 0 { return CaseOutcome.error.rawValue }
+        if couldNotRun > 0 { return [CaseOutcome.error.rawValue] }
         let minPassRate = entry["min_pass_rate"]?.doubleValue
+        let counts = PassCounts(passes: passed, attempts: passed + failed)
         let repeats = entry["source"]?.stringValue == "live" || minPassRate != nil
-        return CaseResult.outcome(
-            of: PassCounts(passes: passed, attempts: passed + failed), minPassRate: minPassRate ?? 1, repeats: repeats
-        )
-        .rawValue
+        var outcomes: Set = [CaseResult.outcome(of: counts, minPassRate: minPassRate ?? 1, repeats: repeats).rawValue]
+        if !repeats { outcomes.insert(CaseResult.outcome(of: counts, minPassRate: 1, repeats: true).rawValue) }
+        return outcomes
     }
 
     /// Console lines for every case that did not pass or regressed: its outcome, errors,

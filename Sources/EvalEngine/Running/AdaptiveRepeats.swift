@@ -52,7 +52,9 @@ public struct AdaptiveRepeats: Sendable {
         func verdict(_ sample: PassCounts) -> Verdict {
             var verdict = Verdict()
             let passes = CaseResult.outcome(of: sample, minPassRate: result.evalCase.minPassRate, repeats: true).passes
-            if failOn != .regression { verdict.passes = passes }
+            // Under `--fail-on regression` a case no baseline knows fails the gate when it fails
+            // (`ReportCounts.isUnvouched`): its passing is part of the verdict.
+            if failOn != .regression || baseline == nil { verdict.passes = passes }
             if failOn != .failure, let baseline {
                 // As `BaselineComparison` decides: an exact test once either side has repeats.
                 let fell =

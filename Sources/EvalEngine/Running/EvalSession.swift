@@ -316,8 +316,9 @@ public struct EvalSession: Sendable {
         let regressed = report.results.map(\.id).filter { report.comparisons[$0]?.status == .regressed }
         if !regressed.isEmpty { return .regressed(regressed) }
         guard plan.failOn == .regression else { return nil }
+        // New to the baseline, or no baseline at all (the first one a CI recipe writes).
         let newFailing = report.results.filter { result in
-            report.comparisons[result.id]?.status == .new && result.outcome != .error && !result.outcome.passes
+            ReportCounts.isUnvouched(report.comparisons[result.id]?.status) && result.outcome != .error && !result.outcome.passes
                 && result.evalCase.quarantine.map { $0.isExpiredNow } ?? true
         }.map(\.id)
         return newFailing.isEmpty ? nil : .newFailing(newFailing)
