@@ -251,9 +251,9 @@ public struct Redactor: Sendable, Hashable {
     }
 
     /// Where the passwords of URLs with credentials (`scheme://user:password@host`) stand in
-    /// `bytes`: after `://`, a user name, a `:`, and up to an `@` nothing that ends a URL's
-    /// authority (`/ ? #`, white space, a quote, a backslash — an escape in an encoded line — or
-    /// `< >`). A byte search (`memchr` for each `/`), run on every line the writer writes.
+    /// `bytes`: after `://`, a user name (maybe empty), a `:`, and up to an `@` nothing that ends
+    /// a URL's authority (`/ ? #`, white space, a quote, a backslash — an escape in an encoded
+    /// line — brackets, a comma or `< >`). A byte search (`memchr` for each `/`), run on every line the writer writes.
     static func urlPasswordRanges(in bytes: UnsafeRawBufferPointer) -> [Range<Int>] {
         guard let base = bytes.baseAddress else { return [] }
         var ranges: [Range<Int>] = []
@@ -278,7 +278,8 @@ public struct Redactor: Sendable, Hashable {
                 if byte == UInt8(ascii: ":") && colon == nil { colon = index }
                 index += 1
             }
-            guard index < limit, let colon, colon > authority, index > colon + 1 else { continue }
+            // The user may be empty (`redis://:password@host`); the password may not.
+            guard index < limit, let colon, index > colon + 1 else { continue }
             ranges.append(colon + 1..<index)
             start = index + 1
         }
@@ -291,8 +292,11 @@ public struct Redactor: Sendable, Hashable {
 
     private static func endsAuthority(_ byte: UInt8) -> Bool {
         switch byte {
+        // Brackets and commas too: `[docs](http://host:80)@bob`, `http://a:8080,admin@b` are text
+        // around a URL, not credentials (a password with them is percent-encoded in a URL).
         case UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: "\\"),
-            UInt8(ascii: "<"), UInt8(ascii: ">"), 0x7F:
+            UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "["), UInt8(ascii: "]"),
+            UInt8(ascii: "{"), UInt8(ascii: "}"), UInt8(ascii: ","), 0x7F:
             return true
         default: return false
         }
@@ -373,7 +377,7 @@ public struct Redactor: Sendable, Hashable {
             // header dump), whatever the case of its scheme: `authorization: bearer …`, `Basic …`.
             (
                 "authorization", ["uthorization:", "UTHORIZATION:"],
-                #"[Aa](uthorization|UTHORIZATION): *([Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN|[Dd]igest) [A-Za-z0-9._~+/\-]{8,}=*"#
+                #"[Aa](uthorization|UTHORIZATION): *([Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN) [A-Za-z0-9._~+/\-]{8,}=*"#
             ),
             ("private-key", ["-----BEGIN"], #"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\\ ]*-----END [A-Z ]*PRIVATE KEY-----"#),
         ].compactMap { rule, literals, pattern in (try? LinearRegex(pattern)).map { (rule, literals, $0, nil) } }
@@ -385,15 +389,25 @@ public struct Redactor: Sendable, Hashable {
     static let settingPatterns: [(rule: String, literals: [String], regex: LinearRegex, keepsThrough: Character?)] = {
         let names = [
             "password", "passwd", "api_key", "apikey", "secret_access_key", "client_secret", "access_token", "refresh_token",
-            "auth_token", "secret_key", "private_key",
+            "auth_token", "secret_key", "private_key", "token", "secret",
         ]
         // Each name as written in lower case, capitalized and in upper case (`Password=`,
         // `API_KEY=`; camel case, `apiKey`, is a member name, redacted as such), and an ODBC
         // string's `Pwd=` (not `PWD=`, the shell's working directory in an environment dump).
         let spellings =
             names.flatMap { name in [name, name.prefix(1).uppercased() + name.dropFirst(), name.uppercased()] } + ["pwd", "Pwd"]
-        let regex = try? LinearRegex(#"(\#(spellings.joined(separator: "|")))=[^\s;&"'\\,<>\[][^\s;&"'\\,<>]{3,}"#)
-        return regex.map { [("setting", spellings.map { $0 + "=" }, $0, "=")] } ?? []
+        // The value: up to a space, a quote, a separator of settings or of a query, a bracket
+        // (`connect(password=self.password)` keeps its parenthesis) or an escape.
+        let value = #"[^\s;&"'\\,<>()\[\]{}][^\s;&"'\\,<>()\[\]{}]{3,}"#
+        // An environment variable whose name ends in a secret word, in upper case:
+        // `PGPASSWORD=`, `GITHUB_TOKEN=`, `AWS_SESSION_TOKEN=`, `MYSQL_PWD=`.
+        let variables = "[A-Z][A-Z0-9_]*(PASSWORD|PASSWD|TOKEN|SECRET|_PWD|_KEY|APIKEY)"
+        return [
+            (try? LinearRegex("(\(spellings.joined(separator: "|")))=" + value)).map { ("setting", spellings.map { $0 + "=" }, $0, "=") },
+            (try? LinearRegex(variables + "=" + value)).map {
+                ("setting", ["PASSWORD=", "PASSWD=", "TOKEN=", "SECRET=", "_PWD=", "_KEY=", "APIKEY="], $0, "=")
+            },
+        ].compactMap { $0 }
     }()
 
     /// Plain text (not an encoded event) with every secret value and key pattern replaced: for

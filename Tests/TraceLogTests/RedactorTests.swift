@@ -99,6 +99,11 @@ struct RedactorTests {
             ("Driver={x};Pwd=odbcSecret9;", "odbcSecret9", "Pwd=", "setting"),
             ("postgres://admin:PGSECRETpw77x@db.internal:5432/app", "PGSECRETpw77x", "postgres://admin:", "url-password"),
             ("see https://user:COLSECRETuserinfo@host/ now", "COLSECRETuserinfo", "https://user:", "url-password"),
+            ("redis://:REDISsecret42@cache:6379/0", "REDISsecret42", "redis://:", "url-password"),
+            ("export PGPASSWORD=pgSecret777", "pgSecret777", "PGPASSWORD=", "setting"),
+            ("HF_TOKEN=hf_abcdefghijklmnop MYSQL_PWD=mysqlSecret1", "hf_abcdefghijklmnop", "HF_TOKEN=", "setting"),
+            ("GET /feed?token=feedTOKEN123&page=2", "feedTOKEN123", "token=", "setting"),
+            ("connect(password=hunter2hunter2)", "hunter2hunter2", "connect(password=", "setting"),
         ]
         for (text, secret, kept, rule) in cases {
             let shown = redactor.redactText(text)
@@ -116,11 +121,15 @@ struct RedactorTests {
         let placeholders = twice.components(separatedBy: "password=").dropFirst().map { $0.prefix { $0 != "]" } }
         #expect(placeholders.count == 2 && placeholders[0] == placeholders[1], "\(twice)")
         #expect(redactor.redactText(twice) == twice)
+        // The value ends where code goes on: the parenthesis stays.
+        #expect(redactor.redactText("connect(password=hunter2hunter2)").hasSuffix(")"))
+        #expect(redactor.redactText("MYSQL_PWD=mysqlSecret1").hasPrefix("MYSQL_PWD=[redacted:setting:"))
         // Text that only looks like it: no credentials, nothing replaced.
         for text in [
             "PWD=/home/user/project", "the password= field is empty", "password=abc", "https://example.com:8080/path",
             "ssh://git@github.com/x.git", "mailto:someone@example.com", "Authorization: Bearer", "a basic understanding of it",
-            "the bearer of bad news", "see http://host/a:b@c",
+            "the bearer of bad news", "see http://host/a:b@c", "http://localhost:8080,admin@example.com", "[docs](http://host:80)@bob",
+            "MAX_TOKENS=4096",
         ] {
             #expect(redactor.redactText(text) == text, "\(text) → \(redactor.redactText(text))")
         }
