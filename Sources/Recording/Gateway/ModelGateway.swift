@@ -131,7 +131,9 @@ public final class GatewayHandler: HTTPRequestHandling {
             let message =
                 "agent-eval's gateway forwards model requests only: POST /openai/v1/chat/completions, /openai/v1/responses "
                 + "or /anthropic/v1/messages; \(head.method.rawValue) \(path) is not one"
-            recorder.noteRefused(message)
+            // The agent is told the path it asked for; agent-eval's own output names it without
+            // its query, which may hold a key (`?api_key=…`).
+            recorder.noteRefused("\(head.method.rawValue) \(path.prefix { $0 != "?" }) is no model API's path", isBody: false)
             return try await Self.answer(404, message, to: head, outbound)
         }
         let headers = head.headers.compactMap { name, value -> HTTPHeader? in
@@ -143,12 +145,12 @@ public final class GatewayHandler: HTTPRequestHandling {
         } catch {
             // Why, in the parser's words: a member named twice reads as JSON to many tools.
             let message = "the request body is not JSON that agent-eval's gateway can record: \(error)"
-            recorder.noteRefused(message)
+            recorder.noteRefused(message, isBody: true)
             return try await Self.answer(400, message, to: head, outbound)
         }
         guard parsed.objectValue != nil else {
             let message = "the request body is not a JSON object, but \(parsed.typeDescription)"
-            recorder.noteRefused(message)
+            recorder.noteRefused(message, isBody: true)
             return try await Self.answer(400, message, to: head, outbound)
         }
         await recorder.settleForkPoint(body: parsed)

@@ -141,6 +141,7 @@ public final class ExchangeRecorder: Sendable {
         /// API's, a body that is not a JSON object), and why the first was.
         var refused = 0
         var firstRefusal: String?
+        var firstRefusalIsBody = false
         /// Requests forwarded and not yet finished.
         var inFlight = 0
         /// The requests in flight when the command ended (`commandEnded`), before stopping the
@@ -255,11 +256,18 @@ public final class ExchangeRecorder: Sendable {
     public var refusedRequests: (count: Int, first: String?) { state.withLock { ($0.refused, $0.firstRefusal) } }
 
     /// The gateway refused a request before it could be recorded (it reached no model): counted,
-    /// so that a run that made only such requests is not said to have made none.
-    public func noteRefused(_ reason: String) {
+    /// so that a run that made only such requests is not said to have made none. The reason
+    /// kept is the first of a request to a model API (`isBody`), else the first: a probe of
+    /// another path (`GET /models`) does not hide why the model requests were refused. It is
+    /// printed on agent-eval's own standard error, so it is kept redacted.
+    public func noteRefused(_ reason: String, isBody: Bool) {
+        let shown = Redactor.standard.redactText(reason)
         state.withLock { state in
             state.refused += 1
-            if state.firstRefusal == nil { state.firstRefusal = reason }
+            if state.firstRefusal == nil || isBody && !state.firstRefusalIsBody {
+                state.firstRefusal = shown
+                state.firstRefusalIsBody = isBody
+            }
         }
     }
 
