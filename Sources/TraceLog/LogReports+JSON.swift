@@ -43,7 +43,8 @@ extension VerificationReport {
         return object.json
     }
 
-    /// `[{"code", "message", "hint"?}]`: warnings about what lies beside a log.
+    /// `[{"code", "message", "hint"?, "seq"?}]`: warnings about what lies beside a log, or about
+    /// an event in it (`seq`).
     static func json(_ warnings: [LogError]) -> JSONValue {
         .array(
             warnings.map { warning in
@@ -51,6 +52,7 @@ extension VerificationReport {
                 entry.set("code", warning.code.rawValue)
                 entry.set("message", warning.message)
                 entry.set("hint", warning.hint)
+                entry.set("seq", warning.sequence)
                 return entry.json
             })
     }

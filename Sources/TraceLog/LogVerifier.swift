@@ -177,10 +177,10 @@ public enum LogVerifier {
         for anomaly in digests.anomalies {
             report.warnings.append(
                 LogError(
-                    .anomalousRun, "the run is anomalous at seq \(anomaly.sequence): \(anomaly.message)", path: path,
+                    .anomalousRun, "the events do not fit together as a run: \(anomaly.message)", path: path,
                     sequence: anomaly.sequence,
-                    hint: "the chain is intact, but the events do not fit together; `agent-eval replay` shows the run, "
-                        + "and a case over this log could not run (eval.anomalous_run)"))
+                    hint: "the chain is intact, but no agent-eval writer writes this; `agent-eval replay` shows the run, and `run` "
+                        + "refuses to grade it (eval.anomalous_run; a case may allow a reused call id, allowReusedCallIds)"))
         }
         return report
     }

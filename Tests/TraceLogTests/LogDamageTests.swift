@@ -155,7 +155,8 @@ struct LogDamageTests {
             #expect(report.isIntact, "\(report.problems)")
             let warning = try #require(report.warnings.first { $0.code == .anomalousRun }, "\(report.warnings)")
             #expect(warning.sequence == events.count, "\(warning)")
-            #expect(warning.message.hasPrefix("the run is anomalous at seq \(events.count): "), "\(warning.message)")
+            #expect(warning.message.hasPrefix("the events do not fit together as a run: event \(events.count) "), "\(warning.message)")
+            #expect(report.json["warnings"]?.arrayValue?.first?["seq"]?.intValue == events.count)
         }
     }
 

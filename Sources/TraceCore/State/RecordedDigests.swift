@@ -17,10 +17,14 @@ public struct RecordedDigests: Sendable {
 
     public init() {}
 
-    /// The anomalies the run's fold found in the events added so far (none for a pipeline log).
-    public var anomalies: [Anomaly] {
-        if case .run(let state, _)? = fold { return state.anomalies }
-        return []
+    /// What the fold found that does not fit, in the events added so far: a run's anomalies, with
+    /// the sequence of each, or a pipeline's (each message names its `seq`).
+    public var anomalies: [(sequence: Int?, message: String)] {
+        switch fold {
+        case .run(let state, _)?: return state.anomalies.map { ($0.sequence, $0.message) }
+        case .pipeline(let state, _)?: return state.anomalies.map { (nil, $0) }
+        case nil: return []
+        }
     }
 
     /// Folds `event`; false when it records a digest that is not the digest of the state the
