@@ -363,9 +363,15 @@ struct GateTests {
 
     @Test("a merge is gated as its shards were, unless told otherwise; shards gated differently need --fail-on")
     func mergeKeepsFailOn() throws {
-        var report = EvalReport(results: [Self.live("k", [.fail])], failOn: .regression)
-        #expect(try ResultsMerge([("a.json", report.json)], allowsPartial: true, allowsNoBaseline: true).exitStatus == 0)
+        // A known failure: it fails the gate under --fail-on any, not under regression.
+        let known = Self.live("k", [.fail])
+        var report = EvalReport(
+            results: [known], comparisons: ["k": BaselineComparison.compare(known, with: Baseline(Self.live("k", [.fail])))],
+            hasBaseline: true, failOn: .regression)
+        #expect(try ResultsMerge([("a.json", report.json)], allowsPartial: true).exitStatus == 0)
         #expect(try ResultsMerge([("a.json", report.json)], allowsPartial: true, failOn: .any).exitStatus == 1)
+        report.comparisons = [:]
+        report.hasBaseline = false
         let regression = report.json
         report.results = [Self.live("j", [.pass])]
         report.failOn = .any
@@ -395,9 +401,14 @@ struct GateTests {
         } throws: { error in
             (error as? EvalError)?.message.contains("held none of the 2 cases") == true
         }
-        // Told to count every case as new, the merge is decided as the run with --allow-no-baseline is.
+        // Told to count every case as new, the merge is decided as the run with --allow-no-baseline
+        // is: a failing case no baseline vouches for fails it.
         #expect(
             try ResultsMerge([("shard.json", failing.json)], allowsPartial: true, failOn: .regression, allowsNoBaseline: true).exitStatus
+                == 1)
+        let passing = EvalReport(results: [Self.live("b-passes", [.pass])])
+        #expect(
+            try ResultsMerge([("shard.json", passing.json)], allowsPartial: true, failOn: .regression, allowsNoBaseline: true).exitStatus
                 == 0)
         // Under another --fail-on no baseline is needed: the failing case fails the merge.
         #expect(try ResultsMerge([("shard.json", failing.json)], allowsPartial: true, failOn: .any).exitStatus == 1)
