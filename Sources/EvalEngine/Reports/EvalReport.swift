@@ -251,7 +251,7 @@ public struct EvalReport: Sendable {
             summary.set("known_failures", baseline.knownFailures)
             summary.set("not_significant", baseline.notSignificant)
             summary.set("new", baseline.new)
-            summary.set("new_failing", baseline.newFailing)
+            summary.set("new_failing", counts.unvouchedFailures)
         }
         summary.set("duration_ms", durationMs)
         var root = ObjectBuilder()

@@ -35,7 +35,9 @@ struct RunCommand: AsyncParsableCommand, ReadsLogs {
             after comparing with it: a run in which a case regressed is not added (--replace-baseline accepts it). A \
             later run compares with it and reports regressions — a case that passed now fails, a stop reason changed, \
             a new tool is called, a new pipeline task runs, a forbidden tool is now attempted, a pass rate fell by an \
-            exact test (--alpha, --min-drop, --test) — apart from failures that were already failing.
+            exact test (--alpha, --min-drop, --test) — apart from failures that were already failing. Under \
+            --fail-on regression a failing case the baseline does not know (or any, without a baseline) fails too, \
+            and --update-baseline does not write it: quarantine it to land it failing.
 
             Attempts: a live case whose repeats disagree is flaky_pass or flaky_fail by its minPassRate (every attempt \
             by default); an attempt that could not run is kept apart from failures. --repeat auto runs a case again \
@@ -158,7 +160,10 @@ struct RunCommand: AsyncParsableCommand, ReadsLogs {
             """)
     var baseline: String?
 
-    @Flag(help: "With --fail-on regression: run without a baseline, every case new (by default that is an error, exit 2).")
+    @Flag(
+        help:
+            "With --fail-on regression: run without a baseline, every case new, a failing one failing the run (by default no baseline is an error, exit 2)."
+    )
     var allowNoBaseline = false
 
     @Flag(
