@@ -531,6 +531,47 @@ struct MCPProxyInputTests {
     }
 
     @Test(
+        "what the client sends that the proxy refuses before its gate — a line that is not JSON, a batch's call, a message that is no object — is answered with an error and kept in the log with the error, its secrets redacted"
+    )
+    func refusedClientLinesAreKept() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let key = "sk-proj-" + String(repeating: "q7", count: 12)
+        let lines = [
+            #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","arguments":{"token":"\#(key)"}"#,
+            #"[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"greet","arguments":{"name":"bob"}}}]"#,
+            #""just a string""#,
+            #"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"greet","arguments":{"name":"ann"}}}"#,
+        ]
+        let (answers, result) = try await Self.rawSession(lines, log: "refused.jsonl.gz", in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(answers.filter { $0["id"] == .null }.compactMap { $0["error"]?["code"]?.intValue } == [-32700, -32600], "\(answers)")
+        #expect(answers.first { $0["id"] == 3 }?["error"]?["code"]?.intValue == -32600, "\(answers)")
+        #expect(answers.first { $0["id"] == 4 }?["result"]?["content"]?.arrayValue?.first?["text"] == "hello, ann", "\(answers)")
+        let events = try MCPProxyCommandTests.events(directory.path("refused.jsonl.gz"))
+        let kept = events.compactMap { event -> (String, String)? in
+            guard case .contentStored(let stored) = event.payload else { return nil }
+            return (stored.mediaType, String(decoding: stored.bytes ?? [], as: UTF8.self))
+        }
+        let refused = "application/vnd.agent-eval.mcp-client-refused"
+        let refusal = "application/vnd.agent-eval.mcp-refusal+json"
+        #expect(kept.map(\.0) == [refused, refusal, refused, refusal, refused, refusal], "\(kept)")
+        // Each line as it came (the batch's call on its own), but with no secret in it.
+        #expect(kept[0].1.hasPrefix(#"{"jsonrpc":"2.0","id":2,"method":"tools/call""#), "\(kept[0].1)")
+        #expect(kept[0].1.contains("[redacted:api-key:") && !kept[0].1.contains(key), "\(kept[0].1)")
+        #expect(try JSONParser.parse(Array(kept[2].1.utf8))["params"]?["arguments"]?["name"] == "bob", "\(kept[2].1)")
+        #expect(kept[4].1 == #""just a string""#)
+        #expect(try JSONParser.parse(Array(kept[3].1.utf8))["error"]?["code"]?.intValue == -32600, "\(kept[3].1)")
+        // The gate's own trajectory is the call it could read.
+        #expect(
+            MCPProxyCommandTests.trajectory(events) == [
+                "verdict greet allow", #"intent greet {"name":"ann"}"#, "result greet ok", "stop success",
+            ])
+        let verify = try await agentEval(["log", "verify", "refused.jsonl.gz"], in: directory.url)
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+
+    @Test(
         "a policy's rules that reach nothing here are said: a tool pattern that matches no tool, an argument the tool does not declare; a server named literally loads, and one that is not this server refuses every call (and fails audit)"
     )
     func unreachableRules() async throws {

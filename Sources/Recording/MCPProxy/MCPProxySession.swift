@@ -216,8 +216,8 @@ actor MCPProxySession {
             message = try JSONParser.parse(line)
         } catch {
             // JSON-RPC's answer to a line that is not JSON: a parse error with a null id.
-            await answerClient(
-                id: .null,
+            await refuseClient(
+                line, id: .null,
                 error: (
                     -32700, "agent-eval mcp-proxy: the line is not JSON the proxy can judge (\(error)): \(JSONLinesProcess.excerpt(line))"
                 ))
@@ -229,8 +229,8 @@ actor MCPProxySession {
             // that asked the client something is not left waiting.
             for item in items {
                 if item["id"] != nil && item["method"] != nil {
-                    await answerClient(
-                        id: item["id"] ?? .null,
+                    await refuseClient(
+                        JSONWriter.encode(item), id: item["id"] ?? .null,
                         error: (-32600, "agent-eval mcp-proxy does not take JSON-RPC batches: send one message a line"))
                 } else if item.objectValue != nil {
                     await fromClient(JSONWriter.encode(item))
@@ -239,7 +239,7 @@ actor MCPProxySession {
             return
         }
         guard message.objectValue != nil else {
-            await answerClient(id: .null, error: (-32600, "agent-eval mcp-proxy: a message must be a JSON object"))
+            await refuseClient(line, id: .null, error: (-32600, "agent-eval mcp-proxy: a message must be a JSON object"))
             return
         }
         let method = message["method"]?.stringValue
@@ -1447,7 +1447,24 @@ actor MCPProxySession {
     }
 
     private func answerClient(id: JSONValue, error: (code: Int, message: String)) async {
-        let answer: JSONValue = ["jsonrpc": "2.0", "id": id, "error": ["code": .int(error.code), "message": .string(error.message)]]
+        await client.send(JSONWriter.encode(Self.errorAnswer(id: id, error: error)))
+    }
+
+    private static func errorAnswer(id: JSONValue, error: (code: Int, message: String)) -> JSONValue {
+        ["jsonrpc": "2.0", "id": id, "error": ["code": .int(error.code), "message": .string(error.message)]]
+    }
+
+    /// Refuses what the client sent before it reached the gate — a line that is not JSON, a
+    /// message that is not an object, a request inside a batch — keeping both in the log: the
+    /// line as it came (`ProxyGate.clientRefusedMediaType`) and the error the client was
+    /// answered with (`ProxyGate.refusalMediaType`). A call the proxy could not read is then on
+    /// record as refused, not missing; a line that could not be recorded is refused all the same.
+    private func refuseClient(_ line: [UInt8], id: JSONValue, error: (code: Int, message: String)) async {
+        let answer = Self.errorAnswer(id: id, error: error)
+        let isStored = await recorded { try await log.store(line, mediaType: ProxyGate.clientRefusedMediaType) }
+        if isStored {
+            _ = await recorded { try await log.store(JSONWriter.encode(answer), mediaType: ProxyGate.refusalMediaType) }
+        }
         await client.send(JSONWriter.encode(answer))
     }
 

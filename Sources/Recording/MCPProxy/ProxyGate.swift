@@ -123,10 +123,15 @@ struct ProxyGate: Sendable {
     /// `content_stored`'s media type for a request the server sent the client.
     static let serverRequestMediaType = "application/vnd.mcp.server-request+json"
     /// `content_stored`'s media type for the proxy's refusal of a server's request to the client
-    /// (the JSON-RPC error it answered the server with; `input_requests` of the policy file).
+    /// (the JSON-RPC error it answered the server with; `input_requests` of the policy file),
+    /// and of a client's message it could not judge (`clientRefusedMediaType`).
     static let refusalMediaType = "application/vnd.agent-eval.mcp-refusal+json"
     /// A line of the server's that is not JSON, kept as it came.
     static let unreadableMediaType = "application/vnd.agent-eval.mcp-unreadable-line"
+    /// What the client sent that the proxy refused before its gate, kept as it came: a line
+    /// that is not JSON, a message that is not an object, a request inside a batch. The error
+    /// the client was answered with follows it (`refusalMediaType`).
+    static let clientRefusedMediaType = "application/vnd.agent-eval.mcp-client-refused"
     /// `content_stored`'s media type for one round of a multi-round call (`MCPRound`).
     static let roundMediaType = "application/vnd.agent-eval.mcp-round+json"
     /// `content_stored`'s media type for what `--bridge` translates between (`MCPBridge.note`):
