@@ -384,8 +384,13 @@ public struct Redactor: Sendable, Hashable {
         + Self.settingPatterns
 
     /// A secret given as `NAME=VALUE` in text — a connection string's `Password=…;`, a query's
-    /// `api_key=…&`, an environment dump's `AWS_SECRET_ACCESS_KEY=…` — the name kept, the value
-    /// (four characters or more, up to a space, quote, `;`, `&`, `,` or an escape) replaced.
+    /// `api_key=…&`, an environment dump's `AWS_SECRET_ACCESS_KEY=…`, a config file's
+    /// `password = …` — or as `NAME: VALUE` — a YAML file's `password: …`, a header dump's
+    /// `x-api-key: …` — the name kept, the value (four characters or more, up to a space, quote,
+    /// `;`, `&`, `,` or an escape) replaced. `NAME: VALUE` counts only for names that hold
+    /// nothing but a credential (not `token: 12` or `secret: the plan`, which text says of
+    /// other things). A space may follow the `:`, and stand on both sides of the `=` (not on
+    /// one: `the password= field is empty` names no value).
     static let settingPatterns: [(rule: String, literals: [String], regex: LinearRegex, keepsThrough: Character?)] = {
         let names = [
             "password", "passwd", "api_key", "apikey", "secret_access_key", "client_secret", "access_token", "refresh_token",
@@ -394,8 +399,15 @@ public struct Redactor: Sendable, Hashable {
         // Each name as written in lower case, capitalized and in upper case (`Password=`,
         // `API_KEY=`; camel case, `apiKey`, is a member name, redacted as such), and an ODBC
         // string's `Pwd=` (not `PWD=`, the shell's working directory in an environment dump).
-        let spellings =
-            names.flatMap { name in [name, name.prefix(1).uppercased() + name.dropFirst(), name.uppercased()] } + ["pwd", "Pwd"]
+        func spelled(_ names: [String]) -> [String] {
+            names.flatMap { name in [name, name.prefix(1).uppercased() + name.dropFirst(), name.uppercased()] }
+        }
+        let spellings = spelled(names) + ["pwd", "Pwd"]
+        // Names said with a colon: those that can only hold a credential, and the API-key
+        // headers (`x-api-key: …`, `X-Api-Key: …`, `api-key: …`).
+        let colonSpellings =
+            spelled(names.filter { $0 != "token" && $0 != "secret" })
+            + ["api-key", "Api-Key", "API-Key", "API-KEY", "x-api-key", "X-Api-Key", "X-API-Key", "X-API-KEY"]
         // The value: up to a space, a quote, a separator of settings or of a query, a bracket
         // (`connect(password=self.password)` keeps its parenthesis) or an escape.
         let value = #"[^\s;&"'\\,<>()\[\]{}][^\s;&"'\\,<>()\[\]{}]{3,}"#
@@ -403,7 +415,12 @@ public struct Redactor: Sendable, Hashable {
         // `PGPASSWORD=`, `GITHUB_TOKEN=`, `AWS_SESSION_TOKEN=`, `MYSQL_PWD=`.
         let variables = "[A-Z][A-Z0-9_]*(PASSWORD|PASSWD|TOKEN|SECRET|_PWD|_KEY|APIKEY)"
         return [
-            (try? LinearRegex("(\(spellings.joined(separator: "|")))=" + value)).map { ("setting", spellings.map { $0 + "=" }, $0, "=") },
+            (try? LinearRegex("(\(spellings.joined(separator: "|")))( = |=)" + value)).map {
+                ("setting", spellings.flatMap { [$0 + "=", $0 + " ="] }, $0, "=")
+            },
+            (try? LinearRegex("(\(colonSpellings.joined(separator: "|"))): ?" + value)).map {
+                ("setting", colonSpellings.map { $0 + ":" }, $0, ":")
+            },
             (try? LinearRegex(variables + "=" + value)).map {
                 ("setting", ["PASSWORD=", "PASSWD=", "TOKEN=", "SECRET=", "_PWD=", "_KEY=", "APIKEY="], $0, "=")
             },
@@ -444,6 +461,8 @@ public struct Redactor: Sendable, Hashable {
                     var secretStart = start
                     if let keepsThrough, let mark = rest[start..<end].firstIndex(where: { Character($0) == keepsThrough }) {
                         secretStart = rest.index(after: mark)
+                        // The space after `=` or `:` is kept too: only the value is the secret.
+                        while secretStart < end, rest[secretStart] == " " { secretStart = rest.index(after: secretStart) }
                         result.append(contentsOf: rest[start..<secretStart])
                     }
                     let secret = String(Substring(rest[secretStart..<end]))

@@ -84,7 +84,7 @@ struct RedactorTests {
     }
 
     @Test(
-        "credentials written as text are replaced: an authorization header in any case, NAME=VALUE settings (the name kept), a URL's password (the rest kept)"
+        "credentials written as text are replaced: an authorization header in any case, NAME=VALUE and NAME: VALUE settings and API-key headers (the name kept), a URL's password (the rest kept)"
     )
     func credentialsInText() throws {
         let redactor = Redactor(environment: [:])
@@ -104,6 +104,12 @@ struct RedactorTests {
             ("HF_TOKEN=hf_abcdefghijklmnop MYSQL_PWD=mysqlSecret1", "hf_abcdefghijklmnop", "HF_TOKEN=", "setting"),
             ("GET /feed?token=feedTOKEN123&page=2", "feedTOKEN123", "token=", "setting"),
             ("connect(password=hunter2hunter2)", "hunter2hunter2", "connect(password=", "setting"),
+            // A config file's and a YAML file's settings, a header dump's API key.
+            ("[db]\npassword = iniSECRET77\n", "iniSECRET77", "password = ", "setting"),
+            ("database:\n  password: yamlSECRET99\n  user: app", "yamlSECRET99", "password: ", "setting"),
+            ("client_secret: oauthSECRET4242", "oauthSECRET4242", "client_secret: ", "setting"),
+            ("HTTP/1.1 200\nx-api-key: hdrSECRETkey123456\n", "hdrSECRETkey123456", "x-api-key: ", "setting"),
+            ("X-API-Key:hdrSECRETkey654321", "hdrSECRETkey654321", "X-API-Key:", "setting"),
         ]
         for (text, secret, kept, rule) in cases {
             let shown = redactor.redactText(text)
@@ -129,7 +135,8 @@ struct RedactorTests {
             "PWD=/home/user/project", "the password= field is empty", "password=abc", "https://example.com:8080/path",
             "ssh://git@github.com/x.git", "mailto:someone@example.com", "Authorization: Bearer", "a basic understanding of it",
             "the bearer of bad news", "see http://host/a:b@c", "http://localhost:8080,admin@example.com", "[docs](http://host:80)@bob",
-            "MAX_TOKENS=4096",
+            "MAX_TOKENS=4096", "token: 4096 of them were used", "secret: the plan is simple", "password =abc",
+            "password: abc",
         ] {
             #expect(redactor.redactText(text) == text, "\(text) → \(redactor.redactText(text))")
         }
