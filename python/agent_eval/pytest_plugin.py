@@ -558,9 +558,16 @@ class CaseItem(pytest.Item):
             raise CaseFailed(explain_regression(case))
         if passes:
             return
-        if fail_on == "regression":
+        # Under --fail-on regression a failure passes the gate only when a baseline vouches for
+        # it (ReportCounts.isUnvouched): it failed before (known_failure), or the fall is too
+        # small to tell from noise (not_significant). A new case, or one no baseline was
+        # compared with, fails like any failure.
+        if fail_on == "regression" and baseline.get("status") not in (None, "new"):
             pytest.xfail("fails, but the gate fails only regressions (--fail-on regression) and this is not one "
-                         "(baseline: %s)\n%s" % (baseline.get("status", "none"), explain(case)))
+                         "(baseline: %s)\n%s" % (baseline["status"], explain(case)))
+        if fail_on == "regression":
+            raise CaseFailed("%s\nno baseline vouches for this failure (baseline: %s), so --fail-on regression fails it "
+                             "as the gate does" % (explain(case), baseline.get("status", "none")))
         raise CaseFailed(explain(case))
 
     def repr_failure(self, excinfo):

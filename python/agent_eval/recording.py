@@ -239,6 +239,13 @@ def record(command, input=None, cassette=None, mode="none", name=None, out="runs
     if mcp_servers:
         proxied = _proxied(mcp_servers, policy, binary)
         environment = dict(environment or {})
+        variables = {}
+        for server in sorted(proxied):
+            variable = _mcp_variable(server)
+            if variable in variables:
+                raise ValueError("the MCP servers %r and %r would share the variable %s: name them apart by more than "
+                                 "punctuation and case" % (variables[variable], server, variable))
+            variables[variable] = server
         for server, line in proxied.items():
             environment[_mcp_variable(server)] = json.dumps(line)
         expanded = []

@@ -128,6 +128,25 @@ def test_under_fail_on_regression_a_known_failure_is_expected_not_a_failure(pyte
     result.stdout.fnmatch_lines(["*the gate fails only regressions*baseline: known_failure*"])
 
 
+def test_under_fail_on_regression_a_failing_case_no_baseline_knows_fails_as_the_gate_does(pytester, binary):
+    # The baseline knows `known` (failing); `fresh` is new and fails: the gate fails it.
+    pytester.makefile(".yaml", known=case("known", "  toolsNotCalled: [refund_order]", logs=V3_SAMPLE))
+    baseline = write_baseline(pytester, binary, "known.yaml", status=1)
+    pytester.makefile(".yaml", fresh=case("fresh", "  toolsNotCalled: [refund_order]", logs=V3_SAMPLE))
+    arguments = ["--baseline", baseline, "--fail-on=regression"]
+    gate = subprocess.run(
+        [binary, "run", ".", "--no-catalog"] + arguments, cwd=str(pytester.path), capture_output=True, text=True, check=False)
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    result = pytester.runpytest(*PLUGIN, "-rx", *["--agent-eval-arg=" + argument for argument in arguments])
+    result.assert_outcomes(failed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["*fresh: fail*", "*no baseline vouches for this failure (baseline: new)*"])
+    assert result.ret != 0
+    # With no baseline at all (--allow-no-baseline), a failing case fails too.
+    alone = pytester.runpytest(
+        *PLUGIN, "-k", "fresh", "--agent-eval-arg=--fail-on=regression", "--agent-eval-arg=--allow-no-baseline")
+    alone.assert_outcomes(failed=1)
+
+
 def test_a_passing_case_whose_quarantine_ended_fails(pytester):
     pytester.makefile(".yaml", lapsed=case("lapsed", "  toolsCalled: [lookup_order]", extra=quarantine("flaky lookups", "2001-01-01")))
     result = pytester.runpytest(*PLUGIN)
@@ -371,6 +390,15 @@ def test_xdist_workers_each_run_their_own_shard_and_the_report_is_merged(pyteste
     assert merged["shards"]["count"] == 2 and merged["shards"]["merged"] == [1, 2], merged["shards"]
     assert merged["summary"]["failed"] == 1
     assert all('name="%s"' % case_id in (pytester.path / "out.xml").read_text() for case_id in ids)
+
+
+def test_two_mcp_servers_whose_names_differ_only_in_punctuation_are_refused_before_anything_runs(tmp_path, binary):
+    # Both would be AGENT_EVAL_MCP_SHOP_A: the second's command line would replace the first's.
+    from agent_eval import record
+    with pytest.raises(ValueError, match="would share the variable AGENT_EVAL_MCP_SHOP_A"):
+        record(["true", "{mcp:shop-a}", "{mcp:shop_a}"], mcp_servers={"shop-a": ["true"], "shop_a": ["false"]},
+               out=str(tmp_path / "runs"), binary=binary)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_the_fixture_puts_an_mcp_proxy_in_front_of_the_agents_server(pytester, model_server):
