@@ -107,13 +107,7 @@ final class MCPConnection: ToolServerConnection {
         self.settings = settings
         self.identity = identity
         self.tools = tools
-        var schemas: [String: JSONSchema] = [:]
-        for tool in tools {
-            if let json = tool.outputSchema, let schema = try? JSONSchema(json: json, unknownKeywords: .ignore) {
-                schemas[tool.name] = schema
-            }
-        }
-        outputSchemas = schemas
+        outputSchemas = ServedTool.outputSchemas(of: tools)
         self.era = era
         self.session = Mutex(Optional(session))
         self.clientInfo = clientInfo
@@ -553,28 +547,10 @@ final class MCPConnection: ToolServerConnection {
             within: .seconds(2), on: clock, endsServerWhenAbandoned: false)
     }
 
-    /// A `tools/call` result as a tool outcome (`ServedTool.outcome(ofMCPResult:)`). A
-    /// 2026-07-28 result that is not `complete` — the server asks for input (elicitation,
-    /// sampling, roots), or answers with an extension's shape other than a task (which `call`
-    /// follows) — is an error that says so: agent-eval's MCP tools answer no questions of a
-    /// server's. A 2026-07-28 server says which its result is: one without `resultType` is not
-    /// taken as complete.
+    /// A `tools/call` result as a tool outcome (`MCPEra.outcome(ofCallResult:server:isStateless:)`,
+    /// which `mcp-proxy` reads its answers with too).
     static func outcome(of result: JSONValue, server: String, era: Era = .handshake) -> ToolOutcome {
-        switch result["resultType"]?.stringValue {
-        case nil where era == .stateless:
-            return .failure(
-                "MCP server \"\(server)\" answered tools/call without the resultType a 2026-07-28 result carries: "
-                    + "whether it is complete is not said, so it is not taken as an answer")
-        case nil, "complete"?:
-            return ServedTool.outcome(ofMCPResult: result)
-        case "input_required"?:
-            let asked = (result["inputRequests"]?.objectValue.map { Array($0) } ?? []).compactMap { $0.value["method"]?.stringValue }
-            return .failure(
-                "MCP server \"\(server)\" asked for input before it would answer (\(asked.isEmpty ? "input_required" : asked.joined(separator: ", "))), "
-                    + "which agent-eval's MCP tools do not give: the call ends here")
-        case let other?:
-            return .failure("MCP server \"\(server)\" answered with resultType \"\(other)\", which agent-eval's MCP tools do not follow")
-        }
+        MCPEra.outcome(ofCallResult: result, server: server, isStateless: era == .stateless)
     }
 
     func close() async {

@@ -308,6 +308,41 @@ struct MCPProxyErasTests {
         }
     }
 
+    @Test(
+        "through the proxy, a 2026-07-28 result without resultType, or with structuredContent its tool's outputSchema does not take, is recorded error, as the MCP tools record it — never ok"
+    )
+    func resultsReadAsTheToolsReadThem() async throws {
+        let envelope =
+            #""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}"#
+        let modern = [
+            #"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{\#(envelope)}}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{\#(envelope)}}"#,
+            #"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},\#(envelope)}}"#,
+        ]
+        let legacy = [
+            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+            #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#,
+            #"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#,
+        ]
+        for (mode, requests, says) in [
+            ("no-result-type", modern, "without the resultType a 2026-07-28 result carries"),
+            ("struct-mismatch", legacy, "the result does not follow the tool's outputSchema: structuredContent.n"),
+        ] {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            try (requests.joined(separator: "\n") + "\n").write(toFile: directory.path("requests.jsonl"), atomically: true, encoding: .utf8)
+            let (answers, events) = try await Self.proxied(
+                answers: 3, flags: [], server: ["python3", PythonEnvironment.scriptPath("mcp_malformed_server.py"), "--mode", mode],
+                log: "odd.jsonl.gz", in: directory)
+            // The client gets the answer as the server gave it; the log says what it was.
+            #expect(answers[3]?["result"] != nil, "\(mode): \(answers)")
+            let result = try #require(Self.results(events).values.first, "\(mode): no result recorded")
+            #expect(result.status == .error, "\(mode): \(result)")
+            #expect(result.error?.contains(says) == true, "\(mode): \(String(describing: result.error))")
+        }
+    }
+
     @Test("a connection that only probes the server with server/discover writes no run, and says so")
     func loneProbe() async throws {
         let directory = try TemporaryDirectory()

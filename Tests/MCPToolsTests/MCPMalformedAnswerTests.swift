@@ -41,7 +41,7 @@ struct MCPMalformedAnswerTests {
     }
 
     @Test(
-        "a result with neither content nor structuredContent, isError that is not a boolean, no resultType in the 2026-07-28 era, an answer for another id or on HTTP 500, structuredContent missing or not of the tool's outputSchema: each is an error, never ok"
+        "a result with neither content nor structuredContent, isError that is not a boolean, no resultType in the 2026-07-28 era, an answer for another id or on HTTP 500 or with both a result and an error, structuredContent missing or not of the tool's outputSchema: each is an error, never ok"
     )
     func neverOk() async throws {
         let cases: [(mode: String, http: Bool, says: String)] = [
@@ -49,6 +49,7 @@ struct MCPMalformedAnswerTests {
             ("iserror-string", false, "says isError \"true\", not true or false"),
             ("no-result-type", false, "without the resultType a 2026-07-28 result carries"),
             ("wrong-id", true, "the server answered request \"someone-else\", not this one"),
+            ("result-and-error", false, "not a JSON-RPC 2.0 message"),
             ("status500", true, "answered HTTP 500 with a result"),
             ("struct-mismatch", false, "the result does not follow the tool's outputSchema: structuredContent.n"),
             ("no-struct", false, "the tool declares an outputSchema, and its result has no structuredContent"),

@@ -286,10 +286,13 @@ public final class JSONLinesProcess: Sendable {
             process.killGroup()
             return false
         }
-        // JSON that is not JSON-RPC 2.0 (no version, or neither a method nor an answer) is a server
-        // talking past the protocol: the conversation cannot go on, as for a line that is no JSON.
+        // JSON that is not JSON-RPC 2.0 (no version, neither a method nor an answer, or an answer
+        // that says both: a result and an error, neither null) is a server talking past the
+        // protocol: the conversation cannot go on, as for a line that is no JSON. A client that
+        // read the result would see a success where the log, reading the error, says a failure.
+        let isBoth = (object["result"].map { $0 != .null } ?? false) && (object["error"].map { $0 != .null } ?? false)
         guard object["jsonrpc"]?.stringValue == "2.0",
-            object["method"] != nil || (object["id"] != nil && (object["result"] != nil || object["error"] != nil))
+            object["method"] != nil || (object["id"] != nil && (object["result"] != nil || object["error"] != nil) && !isBoth)
         else {
             fail("the server wrote a JSON object that is not a JSON-RPC 2.0 message: \(Self.excerpt(line)); it was stopped")
             process.killGroup()

@@ -201,7 +201,8 @@ public final class JSONRPCPeer: Sendable {
     /// of an answer, over stdio and over HTTP.
     public static func answer(of message: JSONValue) -> Answer? {
         guard message["method"] == nil, message["id"] != nil else { return nil }
-        if let error = message["error"] {
+        // `"error": null` beside a result (a serializer that writes every member) is no error.
+        if let error = message["error"], error != .null {
             return .failure(
                 .remote(
                     RemoteError(

@@ -47,6 +47,30 @@ public enum MCPEra {
         result?["resultType"]?.stringValue == "input_required"
     }
 
+    /// A `tools/call` result as a tool outcome (`ServedTool.outcome(ofMCPResult:)`), read the one
+    /// way agent-eval's MCP tools and `mcp-proxy` read it. A 2026-07-28 result that is not
+    /// `complete` — the server asks for input (elicitation, sampling, roots), or answers with an
+    /// extension's shape other than a task (which the caller follows) — is an error that says so.
+    /// With `isStateless` (the call was made in the 2026-07-28 era, whose client refuses a result
+    /// that does not say what it is), a result without `resultType` is not taken as complete.
+    public static func outcome(ofCallResult result: JSONValue?, server: String, isStateless: Bool) -> ToolOutcome {
+        switch result?["resultType"]?.stringValue {
+        case nil where isStateless:
+            return .failure(
+                "MCP server \"\(server)\" answered tools/call without the resultType a 2026-07-28 result carries: "
+                    + "whether it is complete is not said, so it is not taken as an answer")
+        case nil, "complete"?:
+            return ServedTool.outcome(ofMCPResult: result)
+        case "input_required"?:
+            let asked = (result?["inputRequests"]?.objectValue.map { Array($0) } ?? []).compactMap { $0.value["method"]?.stringValue }
+            return .failure(
+                "MCP server \"\(server)\" asked for input before it would answer (\(asked.isEmpty ? "input_required" : asked.joined(separator: ", "))), "
+                    + "which agent-eval's MCP tools do not give: the call ends here")
+        case let other?:
+            return .failure("MCP server \"\(server)\" answered with resultType \"\(other)\", which agent-eval's MCP tools do not follow")
+        }
+    }
+
     /// Whether a request's params continue an earlier round (`inputResponses` or `requestState`).
     public static func continues(_ params: JSONValue) -> Bool {
         (params["requestState"].map { $0 != .null } ?? false) || (params["inputResponses"].map { $0 != .null } ?? false)

@@ -209,6 +209,19 @@ public struct ServedTool: Sendable, Hashable {
     /// without `structuredContent`, or with one the schema does not take, is an error saying
     /// where, its output kept. Keywords past the subset agent-eval checks (`JSONSchema`,
     /// `.ignore`) are not checked; a schema it cannot read at all checks nothing.
+    /// The output schemas `tools` declare, by tool name, as `checked(_:against:)` takes them: the
+    /// MCP tools and `mcp-proxy` check a result against the same one. A schema that cannot be read
+    /// is left out (it was read the same way when the tools were listed).
+    public static func outputSchemas(of tools: [ServedTool]) -> [String: JSONSchema] {
+        var schemas: [String: JSONSchema] = [:]
+        for tool in tools {
+            if let json = tool.outputSchema, let schema = try? JSONSchema(json: json, unknownKeywords: .ignore) {
+                schemas[tool.name] = schema
+            }
+        }
+        return schemas
+    }
+
     public static func checked(_ outcome: ToolOutcome, against schema: JSONSchema?) -> ToolOutcome {
         guard let schema, outcome.status == .ok, let output = outcome.output else { return outcome }
         let problem =

@@ -76,7 +76,12 @@ actor MCPProxySession {
 
     /// The last failure to record, if any (the outcome says so).
     private var writeFailure: String?
-    private var tools: [ServedTool] = []
+    private var tools: [ServedTool] = [] {
+        didSet { outputSchemas = ServedTool.outputSchemas(of: tools) }
+    }
+    /// The output schemas the tools declare: a result is checked against its tool's, as the MCP
+    /// tools check it.
+    private var outputSchemas: [String: JSONSchema] = [:]
     /// Whether `tools` is what the server lists now (a listing passed, or the proxy asked).
     private var isListed = false
     /// Whether `tools` is the server's whole listing, every page: a client that fetched only the
@@ -684,12 +689,15 @@ actor MCPProxySession {
         switch state["status"]?.stringValue {
         case "completed"?:
             runningTasks[taskId] = nil
-            guard let result = state["result"], result.objectValue != nil else {
+            guard var result = state["result"]?.objectValue else {
                 // The client's SDK has no result to give either: the call did not end `ok`.
                 await recordEnd(of: call, status: .error, error: "the server ended its task \(taskId) completed without a result")
                 break
             }
-            await recordAnswer(of: call, message: ["result": result])
+            // The task says its result is complete; the result need not say it again (as the
+            // MCP tools read it).
+            if result["resultType"] == nil { result["resultType"] = "complete" }
+            await recordAnswer(of: call, message: ["result": .object(result)])
         case "failed"?:
             runningTasks[taskId] = nil
             await recordAnswer(of: call, message: ["error": state["error"] ?? ["message": "the task failed"]])
@@ -1422,12 +1430,18 @@ actor MCPProxySession {
 
     /// Records the server's answer to a forwarded call, and ends the step durably.
     private func recordAnswer(of call: ForwardedCall, message: JSONValue) async {
-        if let error = message["error"] {
+        if let error = message["error"], error != .null {
             let code = error["code"]?.intValue.map { " \($0)" } ?? ""
             await recordEnd(of: call, status: .error, error: "JSON-RPC error\(code): \(error["message"]?.stringValue ?? "no message")")
             return
         }
-        let outcome = ServedTool.outcome(ofMCPResult: message["result"])
+        // Read as the MCP tools read it: a client of 2026-07-28 refuses a result that does not
+        // say it is complete, and an SDK a result that does not follow its tool's outputSchema,
+        // so the log does not call either `ok`. (A 2025 server's answer to a 2026-07-28 client,
+        // through `--bridge`, was given its `resultType` on the way.)
+        let outcome = ServedTool.checked(
+            MCPEra.outcome(ofCallResult: message["result"], server: settings.serverName, isStateless: clientEnvelope != nil),
+            against: outputSchemas[call.tool])
         await recordEnd(of: call, status: outcome.status, output: outcome.output, error: outcome.error)
     }
 
