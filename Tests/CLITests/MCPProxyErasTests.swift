@@ -440,16 +440,22 @@ struct MCPProxyErasTests {
                 == "not visited: agent-eval mcp-proxy refused elicitation/create: the policy file allows URL elicitation only to "
                 + "auth.example.com, and this one sends the user to evil.example.net (input_requests.elicitation.url)")
         #expect(finished.stderr.contains("which was refused"), "\(finished.stderr)")
-        // The refusal is kept beside the request it answers.
-        let kept = try MCPProxyCommandTests.events(directory.path("legacy.jsonl.gz")).compactMap { event -> String? in
+        // The client's answer to the allowed question, and the refusal of the other, are each
+        // kept beside the request they answer.
+        let stored = try MCPProxyCommandTests.events(directory.path("legacy.jsonl.gz")).compactMap { event -> ContentStored? in
             guard case .contentStored(let stored) = event.payload else { return nil }
-            return stored.mediaType
+            return stored
         }
         #expect(
-            kept == [
-                "application/vnd.mcp.server-request+json", "application/vnd.mcp.server-request+json",
-                "application/vnd.agent-eval.mcp-refusal+json",
+            stored.map(\.mediaType) == [
+                "application/vnd.mcp.server-request+json", "application/vnd.mcp.client-answer+json",
+                "application/vnd.mcp.server-request+json", "application/vnd.agent-eval.mcp-refusal+json",
             ])
+        if stored.count == 4 {
+            let request = try JSONParser.parse(try #require(stored[0].bytes))
+            let answer = try JSONParser.parse(try #require(stored[1].bytes))
+            #expect(answer["id"] == request["id"] && answer["error"]?["message"] == "Elicitation not supported", "\(answer)")
+        }
     }
 
     @Test(

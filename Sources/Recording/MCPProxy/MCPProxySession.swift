@@ -357,8 +357,27 @@ actor MCPProxySession {
                 }
             }
             await forward(line, requestId: nil)
+        case (nil, let id?) where message["result"] != nil || message["error"] != nil:
+            // The client's answer to a request of the server's (sampling, elicitation, roots,
+            // ping): what a person or a model chose after the verdict, kept beside the request
+            // it answers. One that cannot be recorded is not passed on: the server is answered
+            // that it could not be, and acts on nothing the log does not hold.
+            guard await recorded({ try await log.store(line, mediaType: ProxyGate.clientAnswerMediaType) }) else {
+                settings.notices?(
+                    "the client's answer to the server's request \(JSONLinesProcess.key(id)) could not be recorded: not passed on")
+                sendServer([
+                    Self.errorAnswer(
+                        id: id,
+                        error: (
+                            -32603,
+                            "agent-eval mcp-proxy could not record the client's answer, so it was not passed on: \(writeFailure ?? "")"
+                        ))
+                ])
+                return
+            }
+            await forward(line, requestId: nil)
         default:
-            // Notifications, and the client's answers to the server's own requests.
+            // Notifications.
             await forward(line, requestId: nil)
         }
     }

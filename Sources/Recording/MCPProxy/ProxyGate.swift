@@ -122,6 +122,9 @@ struct ProxyGate: Sendable {
 
     /// `content_stored`'s media type for a request the server sent the client.
     static let serverRequestMediaType = "application/vnd.mcp.server-request+json"
+    /// `content_stored`'s media type for the client's answer to a request the server sent it
+    /// (`serverRequestMediaType`), as it came.
+    static let clientAnswerMediaType = "application/vnd.mcp.client-answer+json"
     /// `content_stored`'s media type for the proxy's refusal of a server's request to the client
     /// (the JSON-RPC error it answered the server with; `input_requests` of the policy file),
     /// and of a client's message it could not judge (`clientRefusedMediaType`).
