@@ -88,6 +88,21 @@ extension Catalog {
         }
     }
 
+    /// Marks the log at `log` vanished, saying why (`problem`), without reading what is at the
+    /// path now: for a reader that will not read it there, such as `serve` when the file under a
+    /// served folder was replaced by a link out of it. Its rows stay, as for a log deleted.
+    public func markVanished(log: String, problem: String) throws(CatalogError) {
+        let path = Self.absolute(log)
+        try write { db in
+            guard let known = try StoredLog.fetch(db, path: path), known.status != .vanished else { return }
+            try Self.markVanished(known, problem: problem, in: db)
+        }
+    }
+
+    private static func markVanished(_ known: StoredLog, problem: String, in db: any SQLConnection) throws {
+        try db.execute("UPDATE logs SET status = 'vanished', problem = ?, resume = NULL WHERE log_id = ?", [problem, known.id])
+    }
+
     /// Logs `index(paths:)` indexes in one write transaction.
     static let logsPerTransaction = 64
 
@@ -122,9 +137,7 @@ extension Catalog {
             // Gone, or something is there that is no log file (a folder, a pipe, a link to
             // nothing): said, so that "vanished" is not all a path never indexed gets.
             let problem = FileProblem.notARegularFile(path) ?? IndexedLog.gone
-            if let known, known.status != .vanished {
-                try db.execute("UPDATE logs SET status = 'vanished', problem = ?, resume = NULL WHERE log_id = ?", [problem, known.id])
-            }
+            if let known, known.status != .vanished { try Self.markVanished(known, problem: problem, in: db) }
             return IndexedLog(path: path, change: .vanished, status: .vanished, problem: problem, eventsRead: 0)
         }
         // A vanished log that is back is read again: its row says it is gone.

@@ -1,5 +1,6 @@
 import AgentRuntime
 import Catalog
+import Foundation
 import TraceLog
 
 /// Keeps the catalog up with the logs under the watched directories: indexes them once at the
@@ -43,7 +44,7 @@ final class LiveIndex: Sendable {
                         // in a folder moved away, lost with the kernel's queue): marked vanished.
                         let present = Set(logs)
                         for gone in try catalog.knownLogs(under: directories) where !present.contains(gone) {
-                            _ = try catalog.index(log: gone, memberLimit: memberLimit)
+                            try Self.indexGone(gone, directories: directories, catalog: catalog, memberLimit: memberLimit)
                         }
                     }
                 }
@@ -52,15 +53,32 @@ final class LiveIndex: Sendable {
             }
             let (generation, changed) = watcher.changed(after: seen)
             seen = generation
-            let logs = changed.filter { LogAccess.liesUnder(directories, $0) }
-            guard !logs.isEmpty else { continue }
+            guard !changed.isEmpty else { continue }
             let done = await pass {
                 try await catalog.work { catalog throws(CatalogError) in
-                    for log in logs { _ = try catalog.index(log: log, memberLimit: memberLimit) }
+                    for log in changed {
+                        if LogAccess.liesUnder(directories, log) {
+                            _ = try catalog.index(log: log, memberLimit: memberLimit)
+                        } else {
+                            try Self.indexGone(log, directories: directories, catalog: catalog, memberLimit: memberLimit)
+                        }
+                    }
                 }
             }
             if !done { await retryLater(clock: clock, pause: pause, rescans: &rescans) }
             try? await clock.sleep(for: pause)
+        }
+    }
+
+    /// A log the catalog knew under the directories that is not there as a log they hold: gone
+    /// (marked vanished when the indexer finds nothing at the path), or replaced by a link out of
+    /// them — marked vanished without being read through the link, whose target the server does
+    /// not show.
+    private static func indexGone(_ path: String, directories: [String], catalog: Catalog, memberLimit: Int) throws(CatalogError) {
+        if FileManager.default.fileExists(atPath: path) && !LogAccess.liesUnder(directories, path) {
+            try catalog.markVanished(log: path, problem: "\(path) is now a link out of the folders this server shows: it is not read")
+        } else {
+            _ = try catalog.index(log: path, memberLimit: memberLimit)
         }
     }
 

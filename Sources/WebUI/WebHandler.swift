@@ -377,6 +377,11 @@ final class WebHandler: HTTPRequestHandling {
             return .json(400, ["error": .string("at most \(Self.maxFetchedSteps) steps at once")])
         }
         guard let log = await state.access.allowed(given) else { return .json(404, ["error": .string(notShownText(given))]) }
+        // No log file there (gone, a folder, a pipe): not found, as its page says — not a failure
+        // of the server's.
+        if let problem = FileManager.default.fileExists(atPath: log) ? FileProblem.notARegularFile(log) : "there is no log at \(log)" {
+            return .json(404, ["error": .string(problem.hasPrefix("there is") ? problem : "\(log): \(problem)")])
+        }
         guard await !state.readers.run({ Self.isPipelineLog(log) }) else {
             return .json(400, ["error": .string("\(log) is a pipeline log: it has tasks, not steps")])
         }
@@ -501,6 +506,10 @@ final class WebHandler: HTTPRequestHandling {
         var resets = false
         while !Task.isCancelled {
             let generation = state.watcher.generation(of: key)
+            // Looked at again before each read: a log replaced since by a link out of the served
+            // folders (or one the catalog no longer has) is not read through it. The stream ends;
+            // the page, connecting again, is told the log is not shown.
+            guard await state.access.allowed(given) == log else { return }
             var found: LiveRead
             let startsBefore = follower.readsFromStart
             (found, follower) = await read(follower, after: cursor, outlines: outlines)

@@ -559,6 +559,12 @@ struct ServeCommandTests {
         let missing = Self.escaped(runs + "/gone.jsonl.gz")
         #expect(try await server.get("/run?log=" + missing).status == 404)
         #expect(try await server.get("/events/run?log=" + missing).status == 404)
+        #expect(try await server.get("/api/run/steps?log=\(missing)&from=0&to=3").status == 404)
+        try FileManager.default.createDirectory(atPath: runs + "/folder.jsonl.gz", withIntermediateDirectories: true)
+        let folder = try await server.get("/api/run/steps?log=\(Self.escaped(runs + "/folder.jsonl.gz"))&from=0&to=3")
+        #expect(folder.status == 404, "\(folder.status) \(folder.text)")
+        #expect(folder.text.contains("it is a folder, not a file"), "\(folder.text)")
+        try FileManager.default.removeItem(atPath: runs + "/folder.jsonl.gz")
         // Steps from a number whose distance to the last would overflow: refused, the server still up.
         let mine = Self.escaped(runs + "/mine.jsonl.gz")
         #expect(try await server.get("/api/run/steps?log=\(mine)&from=\(Int.min)&to=1").status == 400)
@@ -620,6 +626,57 @@ struct ServeCommandTests {
         #expect(compare.text.contains("agent-eval diff"))
         #expect(try await server.get("/run?log=" + Self.escaped(runs + "/mine.jsonl.gz")).status == 200)
         _ = await server.stop()
+    }
+
+    @Test(
+        "a log replaced by a link out of the served folder: an open page's stream ends without the run it leads to, and the runs list shows the log vanished, not that run — live and at the next start"
+    )
+    func swappedForALinkOut() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        let elsewhere = directory.path("elsewhere")
+        for folder in [runs, elsewhere] { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        let live = runs + "/live.jsonl.gz"
+        try Self.writeSupportRun(live, runId: "run-live")
+        try Self.writeSupportRun(elsewhere + "/secret.jsonl.gz", runId: "run-secret")
+        var server = try await Server.start([runs], in: directory)
+        _ = try await server.runs(count: 1)
+        let port = server.port
+        let stream = Task {
+            try await HTTPTestClient.events(port: port, "/events/run?log=" + Self.escaped(live), timeout: 30) { events in
+                events.contains { $0.data.contains("run-secret") }
+            }
+        }
+        try await Task.sleep(for: .seconds(2))
+        try FileManager.default.removeItem(atPath: live)
+        try FileManager.default.createSymbolicLink(atPath: live, withDestinationPath: elsewhere + "/secret.jsonl.gz")
+        let streamed = try await stream.value
+        #expect(streamed.status == 200 && !streamed.events.isEmpty, "the page's first update came: \(streamed)")
+        #expect(!streamed.events.contains { $0.data.contains("run-secret") }, "the stream read through the link")
+        #expect(!streamed.timedOut, "the stream ended")
+        /// The list's rows once `until` holds of them (at most 30 s).
+        func rows(until: ([JSONValue]) -> Bool) async throws -> [JSONValue] {
+            var rows: [JSONValue] = []
+            for _ in 0..<600 {
+                rows = try await server.json("/api/runs")["runs"]?.arrayValue ?? []
+                if until(rows) { return rows }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return rows
+        }
+        let isVanished: ([JSONValue]) -> Bool = { rows in rows.count == 1 && rows[0]["status"]?.stringValue == "vanished" }
+        let listed = try await rows(until: isVanished)
+        #expect(isVanished(listed), "\(listed)")
+        #expect(!listed.contains { $0["run_id"]?.stringValue == "run-secret" }, "\(listed)")
+        #expect(try await server.json("/api/runs?text=run-secret")["runs"]?.arrayValue?.isEmpty == true)
+        #expect((await server.stop()).status == 0)
+        // The next start looks at every log: the link is not read there either.
+        server = try await Server.start([runs], in: directory)
+        let restarted = try await rows(until: isVanished)
+        #expect(isVanished(restarted), "\(restarted)")
+        #expect(!restarted.contains { $0["run_id"]?.stringValue == "run-secret" }, "\(restarted)")
+        #expect((await server.stop()).status == 0)
     }
 
     @Test("a stopped run whose recorded state digests its events do not rebuild is never shown as a plain stop")
