@@ -176,6 +176,43 @@ struct ConversationCheckTests {
         }
     }
 
+    @Test(
+        "a log that says the user ended the conversation and then spoke again, or stopped user_stop with no turn that ended it, cannot be checked (an anomaly)"
+    )
+    func endingsThatContradict() async throws {
+        try await TemporaryDirectory.with { directory in
+            let log = try await Self.recorded(in: directory)
+            let events = try LogReader(path: log, options: LogReader.Options(resolvesContextPackets: true)).readAll().events.map(\.event)
+            /// The same events with each user turn as `edit` makes it, digests made by the fold as it is.
+            func edited(_ name: String, _ edit: (inout UserTurn) -> Void) throws -> (path: String, state: RunState) {
+                let path = directory.path(name)
+                let changed = events.map { event -> (payload: EventPayload, step: Int) in
+                    guard case .userTurn(var turn) = event.payload else { return (event.payload, event.step) }
+                    edit(&turn)
+                    return (.userTurn(turn), event.step)
+                }
+                return (path, try DigestedLog.write(changed, to: path, runId: events[0].runId))
+            }
+            // Turn 3 ends the conversation too: turn 4 comes after the user ended it.
+            let spokeAgain = try edited("spoke-again.jsonl.gz") { if $0.turn == 3 { $0.ends = .userStop } }
+            let again = "user turn 4 after user turn 3 ended the conversation (user_stop)"
+            #expect(spokeAgain.state.anomalies.map(\.message).contains { $0.contains(again) }, "\(spokeAgain.state.anomalies)")
+            // No turn ends it, yet the run stopped user_stop.
+            let unended = try edited("unended.jsonl.gz") { $0.ends = nil }
+            let stop = "the run stopped user_stop, which the user's ending of the conversation gives, but no user turn ended it"
+            #expect(unended.state.anomalies.map(\.message).contains { $0.contains(stop) }, "\(unended.state.anomalies)")
+            for (path, says) in [(spokeAgain.path, again), (unended.path, stop)] {
+                let result = try await Self.runCase(
+                    "caseId: contradicts\nlogs: \(path)\nexpected:\n  stopReason: user_stop\n  turns:\n    3: {toolsCalled: [refund_order]}\n",
+                    in: directory)
+                #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
+                #expect(result.stdoutText.contains(says), "\(result.stdoutText)")
+            }
+            // The log as recorded holds neither.
+            #expect(RunState(folding: events).anomalies.isEmpty)
+        }
+    }
+
     @Test("a conversation that a limit stops keeps what the agent said last as the run's answer")
     func limitKeepsTheAnswer() async throws {
         try await TemporaryDirectory.with { directory in

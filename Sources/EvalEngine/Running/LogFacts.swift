@@ -20,8 +20,10 @@ public struct LogFacts: Sendable, Hashable {
     /// Bump when the fold, the state's snapshot form or what the read records changes: every
     /// cached entry made by another version is then read again. (3: the reader refuses a
     /// measure outside 0…2^53−1, docs/log-format.md section 2; 4: `seq` and `step` too, and
-    /// token and time totals saturate; 5: user turns out of order are an anomaly.)
-    public static let extractorVersion = 5
+    /// token and time totals saturate; 5: user turns out of order are an anomaly; 6: so are a
+    /// user turn after the one that ended the conversation, and a stop the user's ending gives
+    /// that no turn ended so.)
+    public static let extractorVersion = 6
 
     public struct DigestMismatch: Sendable, Hashable {
         public var sequence: Int

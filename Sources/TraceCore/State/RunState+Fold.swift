@@ -107,6 +107,20 @@ extension RunState {
             state.contents.append(
                 ContentReference(hash: content.hash, mediaType: content.mediaType, byteCount: content.byteCount))
         case .runStopped(let stopped):
+            // A stop that says the user ended the conversation needs the turn that ended it so: a
+            // record that says otherwise contradicts itself, and no check may be graded on it.
+            if let said = UserTurn.Ending.allCases.first(where: { $0.stopReason == stopped.reason }) {
+                let ending = state.userTurns.last { $0.turn.ends != nil }
+                if ending?.turn.ends != said {
+                    state.note(
+                        event,
+                        ending.map {
+                            "the run stopped \(stopped.reason.rawValue), but user turn \($0.turn.turn) ended the conversation \($0.turn.ends?.rawValue ?? "")"
+                        }
+                            ?? "the run stopped \(stopped.reason.rawValue), which the user's ending of the conversation gives, but no user turn ended it"
+                    )
+                }
+            }
             state.stop = stopped
         case .runForked(let forked):
             state.forked = forked
@@ -147,6 +161,12 @@ extension RunState {
             let expected = (state.userTurns.last?.turn.turn ?? 0) + 1
             if turn.turn != expected {
                 state.note(event, "user turn \(turn.turn) where turn \(expected) comes next (turns are numbered 1, 2, 3… in order)")
+            }
+            // No one speaks after the user ended the conversation: `run_stopped` follows that turn.
+            if let ended = state.userTurns.last(where: { $0.turn.ends != nil }) {
+                state.note(
+                    event,
+                    "user turn \(turn.turn) after user turn \(ended.turn.turn) ended the conversation (\(ended.turn.ends?.rawValue ?? ""))")
             }
             state.userTurns.append(UserTurnRecord(step: event.step, sequence: event.sequence, turn: turn))
         case .pipeline:
