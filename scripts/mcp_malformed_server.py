@@ -10,6 +10,7 @@ input closes.
   --mode no-result-type   speaks 2026-07-28 (server/discover), and tools/call answers without resultType
   --mode wrong-id         tools/call is answered for another request id (over stdio too)
   --mode result-and-error tools/call is answered with both a result and an error
+  --mode error-null       tools/call is answered with "error": null and no result
   --mode status500        (--http) tools/call is answered HTTP 500 with a result in the body
   --mode struct-mismatch  echo declares an outputSchema ({n: integer}, required) and answers {"n": "not a number"}
   --mode no-struct        echo declares that outputSchema and answers no structuredContent
@@ -76,6 +77,8 @@ def answer(message):
             return 200, {"jsonrpc": "2.0", "id": ident, "result": {}}
         if mode == "iserror-string":
             return 200, {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "failed badly"}], "isError": "true"}}
+        if mode == "error-null":
+            return 200, {"jsonrpc": "2.0", "id": ident, "error": None}
         if mode == "result-and-error":
             return 200, {"jsonrpc": "2.0", "id": ident, "result": good, "error": {"code": 1, "message": "it failed"}}
         if mode == "wrong-id":

@@ -351,10 +351,18 @@ public struct Redactor: Sendable, Hashable {
     /// can start — not right after a letter or digit, so `task-description-…` is not an `sk-`
     /// key — and an escape in an encoded line (`\n`) counts as the separator it stands for.
     ///
-    /// A pattern with `keepsThrough` replaces only what follows that character's first place in
+    /// A pattern with `keepsThrough` replaces only what follows the first of those characters in
     /// the match (`password=` is kept, the value after it replaced), so the log still says which
-    /// setting held a secret.
-    static let patterns: [(rule: String, literals: [String], regex: LinearRegex, keepsThrough: Character?)] =
+    /// setting held a secret. A pattern that `startsLine` counts only at the start of a line.
+    struct Pattern: Sendable {
+        var rule: String
+        var literals: [String]
+        var regex: LinearRegex
+        var keepsThrough: Set<Character> = []
+        var startsLine = false
+    }
+
+    static let patterns: [Pattern] =
         [
             // OpenAI (`sk-`, `sk-proj-`) and Anthropic (`sk-ant-`) API keys.
             ("api-key", ["sk-"], #"sk-[A-Za-z0-9_\-]{16,}"#),
@@ -380,18 +388,21 @@ public struct Redactor: Sendable, Hashable {
                 #"[Aa](uthorization|UTHORIZATION): *([Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN) [A-Za-z0-9._~+/\-]{8,}=*"#
             ),
             ("private-key", ["-----BEGIN"], #"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\\ ]*-----END [A-Z ]*PRIVATE KEY-----"#),
-        ].compactMap { rule, literals, pattern in (try? LinearRegex(pattern)).map { (rule, literals, $0, nil) } }
+        ].compactMap { rule, literals, pattern in (try? LinearRegex(pattern)).map { Pattern(rule: rule, literals: literals, regex: $0) } }
         + Self.settingPatterns
 
     /// A secret given as `NAME=VALUE` in text — a connection string's `Password=…;`, a query's
-    /// `api_key=…&`, an environment dump's `AWS_SECRET_ACCESS_KEY=…`, a config file's
-    /// `password = …` — or as `NAME: VALUE` — a YAML file's `password: …`, a header dump's
-    /// `x-api-key: …` — the name kept, the value (four characters or more, up to a space, quote,
-    /// `;`, `&`, `,` or an escape) replaced. `NAME: VALUE` counts only for names that hold
-    /// nothing but a credential (not `token: 12` or `secret: the plan`, which text says of
-    /// other things). A space may follow the `:`, and stand on both sides of the `=` (not on
-    /// one: `the password= field is empty` names no value).
-    static let settingPatterns: [(rule: String, literals: [String], regex: LinearRegex, keepsThrough: Character?)] = {
+    /// `api_key=…&`, an environment dump's `AWS_SECRET_ACCESS_KEY=…` — the name kept, the value
+    /// (four characters or more, up to a space, quote, `;`, `&`, `,` or an escape) replaced.
+    ///
+    /// And a line that sets one — a config file's `password = …` (TOML's `password = "…"`), a
+    /// YAML file's `password: …` (or `'…'`), a header dump's `x-api-key: …` — with white space
+    /// around the `=` or after the `:` and the value maybe quoted: only at the start of a line
+    /// (after its indentation), and only for names that hold nothing but a credential (not
+    /// `token` or `secret`, which code and text say of other things: `token = tokens[i]`), so that
+    /// prose (`Wrong password: please try again`) and code (`func f(password: String)`) keep
+    /// their words.
+    static let settingPatterns: [Pattern] = {
         let names = [
             "password", "passwd", "api_key", "apikey", "secret_access_key", "client_secret", "access_token", "refresh_token",
             "auth_token", "secret_key", "private_key", "token", "secret",
@@ -403,9 +414,9 @@ public struct Redactor: Sendable, Hashable {
             names.flatMap { name in [name, name.prefix(1).uppercased() + name.dropFirst(), name.uppercased()] }
         }
         let spellings = spelled(names) + ["pwd", "Pwd"]
-        // Names said with a colon: those that can only hold a credential, and the API-key
-        // headers (`x-api-key: …`, `X-Api-Key: …`, `api-key: …`).
-        let colonSpellings =
+        // Names a line sets: those that can only hold a credential, and the API-key headers
+        // (`x-api-key: …`, `X-Api-Key: …`, `api-key: …`).
+        let lineSpellings =
             spelled(names.filter { $0 != "token" && $0 != "secret" })
             + ["api-key", "Api-Key", "API-Key", "API-KEY", "x-api-key", "X-Api-Key", "X-API-Key", "X-API-KEY"]
         // The value: up to a space, a quote, a separator of settings or of a query, a bracket
@@ -414,15 +425,24 @@ public struct Redactor: Sendable, Hashable {
         // An environment variable whose name ends in a secret word, in upper case:
         // `PGPASSWORD=`, `GITHUB_TOKEN=`, `AWS_SESSION_TOKEN=`, `MYSQL_PWD=`.
         let variables = "[A-Z][A-Z0-9_]*(PASSWORD|PASSWD|TOKEN|SECRET|_PWD|_KEY|APIKEY)"
+        // White space in a line: spaces and tabs, and a tab escaped in an encoded line (`\t`).
+        let space = "([ \t]|\\\\t)*"
         return [
-            (try? LinearRegex("(\(spellings.joined(separator: "|")))( = |=)" + value)).map {
-                ("setting", spellings.flatMap { [$0 + "=", $0 + " ="] }, $0, "=")
+            (try? LinearRegex("(\(spellings.joined(separator: "|")))=" + value)).map {
+                Pattern(rule: "setting", literals: spellings.map { $0 + "=" }, regex: $0, keepsThrough: ["="])
             },
-            (try? LinearRegex("(\(colonSpellings.joined(separator: "|"))): ?" + value)).map {
-                ("setting", colonSpellings.map { $0 + ":" }, $0, ":")
+            // White space around `=` or after `:` (`space`), and the value maybe quoted, the quote
+            // written as it stands in text or escaped in an encoded line (`\"`).
+            (try? LinearRegex("(\(lineSpellings.joined(separator: "|")))\(space)[=:]\(space)(\\\\?[\"'])?" + value)).map {
+                // The name and what may follow it: white space (an escaped tab's backslash), `=` or `:`.
+                Pattern(
+                    rule: "setting", literals: lineSpellings.flatMap { name in ["=", ":", " ", "\t", "\\"].map { name + $0 } }, regex: $0,
+                    keepsThrough: ["=", ":"], startsLine: true)
             },
             (try? LinearRegex(variables + "=" + value)).map {
-                ("setting", ["PASSWORD=", "PASSWD=", "TOKEN=", "SECRET=", "_PWD=", "_KEY=", "APIKEY="], $0, "=")
+                Pattern(
+                    rule: "setting", literals: ["PASSWORD=", "PASSWD=", "TOKEN=", "SECRET=", "_PWD=", "_KEY=", "APIKEY="], regex: $0,
+                    keepsThrough: ["="])
             },
         ].compactMap { $0 }
     }()
@@ -441,7 +461,8 @@ public struct Redactor: Sendable, Hashable {
 
     /// Replaces what the always-on patterns find in `text`, where a token can start.
     private func replacePatterns(in text: inout String) {
-        for (rule, literals, regex, keepsThrough) in Self.patterns where literals.contains(where: { text.contains($0) }) {
+        for pattern in Self.patterns where pattern.literals.contains(where: { text.contains($0) }) {
+            let (rule, regex, keepsThrough) = (pattern.rule, pattern.regex, pattern.keepsThrough)
             let scalars = text.unicodeScalars
             var result = String.UnicodeScalarView()
             var rest = scalars[...]
@@ -453,16 +474,29 @@ public struct Redactor: Sendable, Hashable {
                     rest.startIndex, offsetBy: piece.unicodeScalars.distance(from: piece.startIndex, to: range.lowerBound))
                 let end = rest.index(start, offsetBy: piece.unicodeScalars.distance(from: range.lowerBound, to: range.upperBound))
                 result.append(contentsOf: rest[..<start])
-                if Self.continuesWord(before: start, in: scalars) {
-                    // Inside a longer word: not a token; look again one character on.
+                if Self.continuesWord(before: start, in: scalars) || pattern.startsLine && !Self.startsLine(at: start, in: scalars) {
+                    // Inside a longer word (or within a line, for a pattern of a line's start):
+                    // not a token; look again one character on.
                     result.append(rest[start])
                     rest = rest[rest.index(after: start)...]
                 } else {
                     var secretStart = start
-                    if let keepsThrough, let mark = rest[start..<end].firstIndex(where: { Character($0) == keepsThrough }) {
+                    if let mark = rest[start..<end].firstIndex(where: { keepsThrough.contains(Character($0)) }) {
                         secretStart = rest.index(after: mark)
-                        // The space after `=` or `:` is kept too: only the value is the secret.
-                        while secretStart < end, rest[secretStart] == " " { secretStart = rest.index(after: secretStart) }
+                        // The white space and the quote after `=` or `:` are kept too: only the
+                        // value is the secret.
+                        while secretStart < end {
+                            let scalar = rest[secretStart]
+                            let next = rest.index(after: secretStart)
+                            if " \t\"'".unicodeScalars.contains(scalar) {
+                                secretStart = next
+                            } else if scalar == "\\", next < end, "t\"'\\".unicodeScalars.contains(rest[next]) {
+                                // An escaped tab or quote of an encoded line: both its characters.
+                                secretStart = rest.index(after: next)
+                            } else {
+                                break
+                            }
+                        }
                         result.append(contentsOf: rest[start..<secretStart])
                     }
                     let secret = String(Substring(rest[secretStart..<end]))
@@ -473,6 +507,30 @@ public struct Redactor: Sendable, Hashable {
             result.append(contentsOf: rest)
             text = String(result)
         }
+    }
+
+    /// Whether `index` starts a line, past its indentation (spaces, tabs, escaped tabs): the
+    /// text's start, a line break, a line break escaped in an encoded line (`\n`, `\\n`: JSON
+    /// text kept in a string), or a quote that opens a string (an output that is one line).
+    static func startsLine(at index: String.UnicodeScalarView.Index, in scalars: String.UnicodeScalarView) -> Bool {
+        var cursor = index
+        while cursor > scalars.startIndex {
+            let before = scalars.index(before: cursor)
+            let scalar = scalars[before]
+            if scalar == " " || scalar == "\t" {
+                cursor = before
+                continue
+            }
+            if scalar == "\n" || scalar == "\r" || scalar == "\"" { return true }
+            // An escaped line break (its letter after a backslash) starts a line; an escaped tab
+            // indents it.
+            guard scalar == "n" || scalar == "r" || scalar == "t", before > scalars.startIndex else { return false }
+            let backslash = scalars.index(before: before)
+            guard scalars[backslash] == "\\" else { return false }
+            if scalar != "t" { return true }
+            cursor = backslash
+        }
+        return true
     }
 
     /// Whether the scalar before `index` is an ASCII letter or digit that is not the letter of

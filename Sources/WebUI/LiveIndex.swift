@@ -73,9 +73,11 @@ final class LiveIndex: Sendable {
     /// A log the catalog knew under the directories that is not there as a log they hold: gone
     /// (marked vanished when the indexer finds nothing at the path), or replaced by a link out of
     /// them — marked vanished without being read through the link, whose target the server does
-    /// not show.
+    /// not show, unless that target is indexed itself (the server reads such a link: `LogAccess`).
     private static func indexGone(_ path: String, directories: [String], catalog: Catalog, memberLimit: Int) throws(CatalogError) {
-        if FileManager.default.fileExists(atPath: path) && !LogAccess.liesUnder(directories, path) {
+        if FileManager.default.fileExists(atPath: path) && !LogAccess.liesUnder(directories, path)
+            && !LogAccess.isIndexed(LogAccess.resolved(path), in: catalog)
+        {
             try catalog.markVanished(log: path, problem: "\(path) is now a link out of the folders this server shows: it is not read")
         } else {
             _ = try catalog.index(log: path, memberLimit: memberLimit)

@@ -41,6 +41,11 @@ struct LogAccess: Sendable {
 
     /// Whether the catalog has a log at `absolute` (a catalog that cannot answer: no).
     private func isIndexed(_ absolute: String) -> Bool {
+        Self.isIndexed(absolute, in: catalog)
+    }
+
+    /// Whether `catalog` has a log at `absolute` (a catalog that cannot answer: no).
+    static func isIndexed(_ absolute: String, in catalog: Catalog) -> Bool {
         let rows = try? catalog.query("SELECT 1 FROM logs WHERE path = ? LIMIT 1", arguments: [.text(absolute)], timeout: 10).rows
         return rows?.isEmpty == false
     }

@@ -526,6 +526,9 @@ final class WebHandler: HTTPRequestHandling {
                 outlines = outlineRule()
                 (found, follower) = await read(ReplayFollower(path: log), after: cursor, outlines: outlines)
             }
+            // And again once read, before anything is sent: a file swapped for a link out while it
+            // was read sends nothing of what it read.
+            guard await state.access.allowed(given) == log else { return }
             // The backlog ends at the last step read now: later steps come whole.
             if outlines?.before == nil, let last = found.lastStep { outlines?.before = last }
             shownRun = found.document["run_id"]?.stringValue ?? shownRun

@@ -398,6 +398,16 @@ struct ConversationCommandTests {
             let bare = try await agentEval(["export", "otlp", log, "--output", directory.path("bare.json")])
             #expect(bare.status == 0, "\(bare.stderr)")
             #expect(!(try String(contentsOfFile: directory.path("bare.json"), encoding: .utf8)).contains("yes, please"))
+            // Imported back, it holds no turn, and its stop (the user's) is no contradiction.
+            let bareIn = try await agentEval([
+                "import", "otlp", directory.path("bare.json"), "--out", directory.path("in-bare"), "--no-catalog",
+            ])
+            #expect(bareIn.status == 0, "\(bareIn.stderr)")
+            let bareLog = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: directory.path("in-bare")).first { $0.hasSuffix(".jsonl.gz") })
+            let bareState = try Self.state(directory.path("in-bare/" + bareLog))
+            #expect(bareState.userTurns.isEmpty && bareState.stop?.reason == .userStop)
+            #expect(bareState.anomalies.isEmpty, "\(bareState.anomalies)")
         }
     }
 

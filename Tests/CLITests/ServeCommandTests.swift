@@ -640,8 +640,17 @@ struct ServeCommandTests {
         let live = runs + "/live.jsonl.gz"
         try Self.writeSupportRun(live, runId: "run-live")
         try Self.writeSupportRun(elsewhere + "/secret.jsonl.gz", runId: "run-secret")
+        // A link out to a log the catalog indexes itself is one the server reads: listed, not vanished.
+        try Self.writeSupportRun(elsewhere + "/archived.jsonl.gz", runId: "run-archived")
+        try FileManager.default.createSymbolicLink(atPath: runs + "/alias.jsonl.gz", withDestinationPath: elsewhere + "/archived.jsonl.gz")
+        for path in [elsewhere + "/archived.jsonl.gz", runs + "/alias.jsonl.gz"] {
+            let indexed = try await agentEval(["index", path, "--catalog", directory.path("catalog.sqlite")])
+            #expect(indexed.status == 0, "\(indexed.stderr)")
+        }
         var server = try await Server.start([runs], in: directory)
-        _ = try await server.runs(count: 1)
+        _ = try await server.runs(count: 3)
+        let alias = try await server.json("/api/runs")["runs"]?.arrayValue?.first { $0["path"]?.stringValue == runs + "/alias.jsonl.gz" }
+        #expect(alias?["status"] == "intact", "\(String(describing: alias))")
         let port = server.port
         let stream = Task {
             try await HTTPTestClient.events(port: port, "/events/run?log=" + Self.escaped(live), timeout: 30) { events in
@@ -665,7 +674,9 @@ struct ServeCommandTests {
             }
             return rows
         }
-        let isVanished: ([JSONValue]) -> Bool = { rows in rows.count == 1 && rows[0]["status"]?.stringValue == "vanished" }
+        let isVanished: ([JSONValue]) -> Bool = { rows in
+            rows.first { $0["path"]?.stringValue == live }?["status"]?.stringValue == "vanished"
+        }
         let listed = try await rows(until: isVanished)
         #expect(isVanished(listed), "\(listed)")
         #expect(!listed.contains { $0["run_id"]?.stringValue == "run-secret" }, "\(listed)")

@@ -76,6 +76,30 @@ struct ATIFTests {
         }
     }
 
+    @Test(
+        "agent-eval's export of a conversation the agent acted on after the user ended it (a recorded program's last request) comes back ending at the turn that ended it, with its recorded stop and no anomaly"
+    )
+    func recordedEndingWhereverItStands() async throws {
+        let scratch = try TemporaryDirectory("agent-eval-atif-ending")
+        defer { scratch.remove() }
+        let file = try write(
+            #"""
+            {"schema_version": "ATIF-v1.6", "session_id": "s", "agent": {"name": "bot", "version": "1", "model_name": "m"},
+             "extra": {"agent_eval": {"stop_reason": "user_stop"}},
+             "steps": [
+              {"step_id": 1, "source": "user", "message": "my order arrived broken"},
+              {"step_id": 2, "source": "agent", "message": "Sorry! Shall I refund it?"},
+              {"step_id": 3, "source": "user", "message": "no, that is all", "extra": {"agent_eval": {"ends": "user_stop"}}},
+              {"step_id": 4, "source": "agent", "message": "Goodbye."}]}
+            """#, to: scratch.url.path, "ended.json")
+        let (outcome, states) = try await importRuns([file], format: .atif)
+        let state = try #require(states.first, "\(outcome.runs)")
+        #expect(state.userTurns.map(\.turn.ends) == [nil, .userStop], "\(outcome.runs)")
+        #expect(state.userTurns.map(\.turn.text) == ["my order arrived broken", "no, that is all"])
+        #expect(state.stop?.reason == .userStop)
+        #expect(state.anomalies.isEmpty, "\(state.anomalies)")
+    }
+
     @Test("not ATIF, or an ATIF version before 1.4: a precise error")
     func badInput() async throws {
         let scratch = try TemporaryDirectory("agent-eval-atif-bad")

@@ -199,6 +199,17 @@ struct TranscriptImportTests {
                 $0.hasPrefix("user turn 2 holds the stop token of a user_stop, but the agent went on after it")
             },
             "\(outcome.runs[0].warnings)")
+        // A stop token in a closing message another follows: only the last message may end it.
+        let trailing = transcript.replacingOccurrences(
+            of: #"{"role": "user", "content": "thanks ###STOP###"}"#,
+            with: #"{"role": "user", "content": "thanks ###STOP###"}, {"role": "user", "content": "bye"}"#)
+        let (then, thenStates) = try await importRuns([try write(trailing, to: scratch.url.path, "trailing.json")])
+        let followed = try #require(thenStates.first)
+        #expect(followed.anomalies.isEmpty, "\(followed.anomalies)")
+        #expect(followed.userTurns.map(\.turn.ends) == [nil, nil, nil, nil])
+        #expect(
+            then.runs[0].warnings.contains { $0.hasPrefix("user turn 3 holds the stop token of a user_stop, but user turn 4 follows it") },
+            "\(then.runs[0].warnings)")
     }
 
     @Test("a transcript that ends on a user turn is unfinished, with a note: not a success on the agent's last reply")

@@ -50,6 +50,7 @@ struct MCPMalformedAnswerTests {
             ("no-result-type", false, "without the resultType a 2026-07-28 result carries"),
             ("wrong-id", true, "the server answered request \"someone-else\", not this one"),
             ("result-and-error", false, "not a JSON-RPC 2.0 message"),
+            ("error-null", false, "answered with \"error\": null and no result"),
             ("status500", true, "answered HTTP 500 with a result"),
             ("struct-mismatch", false, "the result does not follow the tool's outputSchema: structuredContent.n"),
             ("no-struct", false, "the tool declares an outputSchema, and its result has no structuredContent"),

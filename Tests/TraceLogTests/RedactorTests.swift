@@ -110,6 +110,10 @@ struct RedactorTests {
             ("client_secret: oauthSECRET4242", "oauthSECRET4242", "client_secret: ", "setting"),
             ("HTTP/1.1 200\nx-api-key: hdrSECRETkey123456\n", "hdrSECRETkey123456", "x-api-key: ", "setting"),
             ("X-API-Key:hdrSECRETkey654321", "hdrSECRETkey654321", "X-API-Key:", "setting"),
+            ("[db]\npassword = \"tomlSECRET55\"\n", "tomlSECRET55", "password = \"", "setting"),
+            ("db:\n  password: 'yamlQUOTED77'", "yamlQUOTED77", "password: '", "setting"),
+            ("[db]\npassword    = alignedSECRET9\n", "alignedSECRET9", "password    = ", "setting"),
+            ("db:\n\tpassword:\ttabSECRET123", "tabSECRET123", "password:\t", "setting"),
         ]
         for (text, secret, kept, rule) in cases {
             let shown = redactor.redactText(text)
@@ -137,6 +141,9 @@ struct RedactorTests {
             "the bearer of bad news", "see http://host/a:b@c", "http://localhost:8080,admin@example.com", "[docs](http://host:80)@bob",
             "MAX_TOKENS=4096", "token: 4096 of them were used", "secret: the plan is simple", "password =abc",
             "password: abc",
+            // Prose and code that name a credential without giving one.
+            "Wrong password: please try again", "func login(user: String, password: String)", "token = tokens[i]",
+            "pwd = os.getcwd()", "secret = os.environ['APP_SECRET']", "    let password: String",
         ] {
             #expect(redactor.redactText(text) == text, "\(text) → \(redactor.redactText(text))")
         }

@@ -208,7 +208,12 @@ public final class JSONRPCPeer: Sendable {
                     RemoteError(
                         code: error["code"]?.intValue ?? 0, message: error["message"]?.stringValue ?? "no message", data: error["data"])))
         }
-        return message["result"].map { .success($0) }
+        if let result = message["result"] { return .success(result) }
+        // `"error": null` and no result: an answer that says nothing, which nothing may wait on.
+        if message["error"] != nil {
+            return .failure(.remote(RemoteError(code: 0, message: "the server answered with \"error\": null and no result", data: nil)))
+        }
+        return nil
     }
 
     /// The conversation is over: every request waiting fails with `why`, and later ones at once.

@@ -204,11 +204,6 @@ public struct ServedTool: Sendable, Hashable {
         return text.isEmpty ? nil : text
     }
 
-    /// `outcome` held to the tool's `outputSchema` (MCP: a server MUST give `structuredContent`
-    /// that conforms to the schema it declares, and a client SHOULD check it): an `ok` result
-    /// without `structuredContent`, or with one the schema does not take, is an error saying
-    /// where, its output kept. Keywords past the subset agent-eval checks (`JSONSchema`,
-    /// `.ignore`) are not checked; a schema it cannot read at all checks nothing.
     /// The output schemas `tools` declare, by tool name, as `checked(_:against:)` takes them: the
     /// MCP tools and `mcp-proxy` check a result against the same one. A schema that cannot be read
     /// is left out (it was read the same way when the tools were listed).
@@ -222,6 +217,11 @@ public struct ServedTool: Sendable, Hashable {
         return schemas
     }
 
+    /// `outcome` held to the tool's `outputSchema` (MCP: a server MUST give `structuredContent`
+    /// that conforms to the schema it declares, and a client SHOULD check it): an `ok` result
+    /// without `structuredContent`, or with one the schema does not take, is an error saying
+    /// where, its output kept. Keywords past the subset agent-eval checks (`JSONSchema`,
+    /// `.ignore`) are not checked; a schema it cannot read at all checks nothing.
     public static func checked(_ outcome: ToolOutcome, against schema: JSONSchema?) -> ToolOutcome {
         guard let schema, outcome.status == .ok, let output = outcome.output else { return outcome }
         let problem =

@@ -84,6 +84,8 @@ struct ATIFImporter {
         var goal: String?
         /// Every user step's text, with the step it comes before: a conversation's turns.
         var userMessages: [(beforeStep: Int, text: String)] = []
+        /// The user messages whose ending agent-eval's export recorded (`extra.agent_eval.ends`).
+        var recordedEndings: Set<Int> = []
         var preamble: [JSONValue] = []
         var steps: [ImportedStep] = []
         var ids = CallIds()
@@ -171,6 +173,7 @@ struct ATIFImporter {
                 // agent-eval's export marks a turn that ended the conversation: its stop token, as the user gave it.
                 let ending = step["extra"]?["agent_eval"]?["ends"]?.stringValue.flatMap(UserTurn.Ending.init(rawValue:))
                 let token = UserTurn.Ending.tokens.first { $0.ending == ending }.map { " " + $0.token } ?? ""
+                if ending != nil { recordedEndings.insert(userMessages.count) }
                 userMessages.append((steps.count, text + token))
                 if steps.isEmpty { preamble.append(step) } else { steps[steps.count - 1].records.append(step) }
             default:
@@ -202,7 +205,7 @@ struct ATIFImporter {
         // Ending on the user's turn, which the agent never answered: what it would have done is not
         // in the file, so the run did not finish — unless the turn ends the conversation, or the
         // file is agent-eval's own export, whose recorded stop says how it ended.
-        let userTurns = TranscriptImporter.userTurns(userMessages, steps: steps.count, warnings: &warnings)
+        let userTurns = TranscriptImporter.userTurns(userMessages, steps: steps.count, trusted: recordedEndings, warnings: &warnings)
         if let endingUserStep, trajectory["extra"]?["agent_eval"]?["stop_reason"] == nil {
             if let ending = userTurns.last?.turn.ends {
                 let answer: String? = if case .answer(let text)? = steps.last?.decision { text } else { nil }

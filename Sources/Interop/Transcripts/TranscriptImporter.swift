@@ -272,18 +272,29 @@ struct TranscriptImporter {
 
     /// A conversation's user turns from its user messages, each with the step it comes before:
     /// none for one message (a run on one input), else one per message, a stop token in it taken
-    /// as the user's ending (`UserTurn.Ending.parse`) — only in a message after the agent's last
-    /// step (of `steps`): a turn that ends the conversation is followed by the run's stop
-    /// (docs/log-format.md), so one the agent answered keeps its token as text, with a warning.
-    static func userTurns(_ messages: [(beforeStep: Int, text: String)], steps: Int, warnings: inout [String])
-        -> [(beforeStep: Int, turn: UserTurn)]
-    {
+    /// as the user's ending (`UserTurn.Ending.parse`) — only in the last message, after the
+    /// agent's last step (of `steps`): a turn that ends the conversation is followed by the run's
+    /// stop (docs/log-format.md), so one the agent answered, or one another message follows,
+    /// keeps its token as text, with a warning. A message whose ending agent-eval's own export
+    /// recorded (`trusted`, by index) ends the conversation wherever it stands: the run it came
+    /// from ended so, whatever the agent did after (a recorded program's last requests).
+    static func userTurns(
+        _ messages: [(beforeStep: Int, text: String)], steps: Int, trusted: Set<Int> = [], warnings: inout [String]
+    ) -> [(beforeStep: Int, turn: UserTurn)] {
         guard messages.count > 1 else { return [] }
         return messages.enumerated().map { number, message in
             let turn = UserTurn(turn: number + 1, parsing: message.text, source: .given)
-            guard let ending = turn.ends, message.beforeStep < steps else { return (message.beforeStep, turn) }
+            guard let ending = turn.ends, !trusted.contains(number) else { return (message.beforeStep, turn) }
+            let why: String
+            if message.beforeStep < steps {
+                why = "the agent went on after it"
+            } else if number < messages.count - 1 {
+                why = "user turn \(number + 2) follows it"
+            } else {
+                return (message.beforeStep, turn)
+            }
             warnings.append(
-                "user turn \(number + 1) holds the stop token of a \(ending.rawValue), but the agent went on after it: "
+                "user turn \(number + 1) holds the stop token of a \(ending.rawValue), but \(why): "
                     + "kept as what the user said, not as the conversation's end")
             return (message.beforeStep, UserTurn(turn: number + 1, text: message.text, source: .given))
         }

@@ -383,7 +383,7 @@ struct MCPBridge {
             // An answer to a question of a request that ended already: for no one (never the server).
             return way == .towardModern && id.stringValue?.hasPrefix(Self.askPrefix) == true ? .waiting : nil
         }
-        if let error = message["error"] {
+        if let error = message["error"], error != .null {
             forget(owner)
             return .fail(
                 answerId: waiting.answerId,

@@ -108,8 +108,10 @@ extension RunState {
                 ContentReference(hash: content.hash, mediaType: content.mediaType, byteCount: content.byteCount))
         case .runStopped(let stopped):
             // A stop that says the user ended the conversation needs the turn that ended it so: a
-            // record that says otherwise contradicts itself, and no check may be graded on it.
-            if let said = UserTurn.Ending.allCases.first(where: { $0.stopReason == stopped.reason }) {
+            // record whose turns say otherwise contradicts itself, and no check may be graded on
+            // it. (A record that holds no turn at all — an export without content, imported back —
+            // says nothing of them.)
+            if !state.userTurns.isEmpty, let said = UserTurn.Ending.allCases.first(where: { $0.stopReason == stopped.reason }) {
                 let ending = state.userTurns.last { $0.turn.ends != nil }
                 if ending?.turn.ends != said {
                     state.note(
