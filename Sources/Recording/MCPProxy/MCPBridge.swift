@@ -383,7 +383,8 @@ struct MCPBridge {
             // An answer to a question of a request that ended already: for no one (never the server).
             return way == .towardModern && id.stringValue?.hasPrefix(Self.askPrefix) == true ? .waiting : nil
         }
-        if let error = message["error"], error != .null {
+        // `"error": null` beside a result is no error; with no result, it is an answer that says nothing.
+        if let error = message["error"], error != .null || message["result"] == nil {
             forget(owner)
             return .fail(
                 answerId: waiting.answerId,
