@@ -397,7 +397,10 @@ final class MCPConnection: ToolServerConnection {
         var outcome: ToolOutcome
         switch Task.isCancelled ? .failure(.cancelled) : answer {
         case .success(let result):
-            outcome = ServedTool.checked(Self.outcome(of: result, server: settings.name, era: era), against: outputSchemas[request.tool])
+            // Read as `mcp-proxy` reads its answers: one reading of a result.
+            outcome = ServedTool.checked(
+                MCPEra.outcome(ofCallResult: result, server: settings.name, isStateless: era == .stateless),
+                against: outputSchemas[request.tool])
         case .failure(.remote(let error)):
             outcome = .failure("MCP server \"\(settings.name)\" answered with an error: \(error.code): \(error.message)")
         case .failure(.failed(let why)) where (current as? CassetteChannel)?.live == nil && current is CassetteChannel:
@@ -545,12 +548,6 @@ final class MCPConnection: ToolServerConnection {
         _ = await channel.request(
             "tasks/cancel", params: Self.params(JSONObject([("taskId", .string(taskId))]), era: era, clientInfo: clientInfo),
             within: .seconds(2), on: clock, endsServerWhenAbandoned: false)
-    }
-
-    /// A `tools/call` result as a tool outcome (`MCPEra.outcome(ofCallResult:server:isStateless:)`,
-    /// which `mcp-proxy` reads its answers with too).
-    static func outcome(of result: JSONValue, server: String, era: Era = .handshake) -> ToolOutcome {
-        MCPEra.outcome(ofCallResult: result, server: server, isStateless: era == .stateless)
     }
 
     func close() async {

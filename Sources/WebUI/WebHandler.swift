@@ -379,9 +379,10 @@ final class WebHandler: HTTPRequestHandling {
         guard let log = await state.access.allowed(given) else { return .json(404, ["error": .string(notShownText(given))]) }
         // No log file there (gone, a folder, a pipe): not found, as its page says — not a failure
         // of the server's.
-        if let problem = FileManager.default.fileExists(atPath: log) ? FileProblem.notARegularFile(log) : "there is no log at \(log)" {
-            return .json(404, ["error": .string(problem.hasPrefix("there is") ? problem : "\(log): \(problem)")])
-        }
+        let notAFile =
+            FileManager.default.fileExists(atPath: log)
+            ? FileProblem.notARegularFile(log).map { "\(log): \($0)" } : "there is no log at \(log)"
+        if let notAFile { return .json(404, ["error": .string(notAFile)]) }
         guard await !state.readers.run({ Self.isPipelineLog(log) }) else {
             return .json(400, ["error": .string("\(log) is a pipeline log: it has tasks, not steps")])
         }

@@ -165,7 +165,9 @@ extension RunState {
                 state.note(event, "user turn \(turn.turn) where turn \(expected) comes next (turns are numbered 1, 2, 3… in order)")
             }
             // No one speaks after the user ended the conversation: `run_stopped` follows that turn.
-            if let ended = state.userTurns.last(where: { $0.turn.ends != nil }) {
+            // (The turn right after it is the anomaly; looking at the last turn alone keeps a
+            // long conversation's fold from searching its turns at each one.)
+            if let ended = state.userTurns.last, ended.turn.ends != nil {
                 state.note(
                     event,
                     "user turn \(turn.turn) after user turn \(ended.turn.turn) ended the conversation (\(ended.turn.ends?.rawValue ?? ""))")
