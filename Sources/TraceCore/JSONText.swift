@@ -293,7 +293,7 @@ extension JSONText {
     fileprivate static let negativeLimit = Array("9223372036854775808".utf8)
 }
 
-extension JSONText: JSONEncodable {
+extension JSONText: JSONRepresentable {
     public var json: JSONValue { value }
 
     public func write(to writer: inout JSONWriter) {

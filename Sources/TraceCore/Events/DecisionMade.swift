@@ -3,19 +3,29 @@ public struct ToolCall: JSONRepresentable, JSONObjectEncodable, Hashable {
     /// Unique within the run; verdicts, intents and results name the call by it.
     public var id: String
     public var name: String
-    /// The arguments object as the model gave it.
-    public var arguments: JSONValue
+    /// The arguments object as the model gave it, held as its canonical JSON: a reader copies
+    /// it from the line, and the state and its digest write it again, without a tree.
+    public var argumentsText: JSONText
+    /// The arguments object as the model gave it (parsed from `argumentsText` on each use).
+    public var arguments: JSONValue {
+        get { argumentsText.value }
+        set { argumentsText = JSONText(newValue) }
+    }
 
     public init(id: String, name: String, arguments: JSONValue) {
+        self.init(id: id, name: name, argumentsText: JSONText(arguments))
+    }
+
+    public init(id: String, name: String, argumentsText: JSONText) {
         self.id = id
         self.name = name
-        self.arguments = arguments
+        self.argumentsText = argumentsText
     }
 
     public init(from scanner: inout JSONScanner) throws {
         var id: String?
         var name: String?
-        var arguments: JSONValue?
+        var arguments: JSONText?
         try scanner.readObject { scanner, key in
             switch key {
             case "id": id = try scanner.read()
@@ -26,11 +36,11 @@ public struct ToolCall: JSONRepresentable, JSONObjectEncodable, Hashable {
         }
         self.id = try required(id, "id")
         self.name = try required(name, "name")
-        self.arguments = try required(arguments, "arguments")
+        self.argumentsText = try required(arguments, "arguments")
     }
 
     public func members(into object: inout some JSONMemberSink) {
-        object.set("arguments", arguments)
+        object.set("arguments", argumentsText)
         object.set("id", id)
         object.set("name", name)
     }

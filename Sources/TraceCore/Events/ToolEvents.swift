@@ -60,21 +60,31 @@ public struct VerdictGiven: JSONRepresentable, JSONObjectEncodable, Hashable {
 public struct ToolIntended: JSONRepresentable, JSONObjectEncodable, Hashable {
     public var callId: String
     public var tool: String
-    public var arguments: JSONValue
+    /// The arguments, held as their canonical JSON (`ToolCall.argumentsText`).
+    public var argumentsText: JSONText
+    /// The arguments (parsed from `argumentsText` on each use).
+    public var arguments: JSONValue {
+        get { argumentsText.value }
+        set { argumentsText = JSONText(newValue) }
+    }
     /// 1 for the first try, 2 for the first retry, ...
     public var attempt: Int
 
     public init(callId: String, tool: String, arguments: JSONValue, attempt: Int) {
+        self.init(callId: callId, tool: tool, argumentsText: JSONText(arguments), attempt: attempt)
+    }
+
+    public init(callId: String, tool: String, argumentsText: JSONText, attempt: Int) {
         self.callId = callId
         self.tool = tool
-        self.arguments = arguments
+        self.argumentsText = argumentsText
         self.attempt = attempt
     }
 
     public init(from scanner: inout JSONScanner) throws {
         var callId: String?
         var tool: String?
-        var arguments: JSONValue?
+        var arguments: JSONText?
         var attempt: Int?
         try scanner.readObject { scanner, key in
             switch key {
@@ -87,12 +97,12 @@ public struct ToolIntended: JSONRepresentable, JSONObjectEncodable, Hashable {
         }
         self.callId = try required(callId, "call_id")
         self.tool = try required(tool, "tool")
-        self.arguments = try required(arguments, "arguments")
+        self.argumentsText = try required(arguments, "arguments")
         self.attempt = try required(attempt, "attempt")
     }
 
     public func members(into object: inout some JSONMemberSink) {
-        object.set("arguments", arguments)
+        object.set("arguments", argumentsText)
         object.set("attempt", attempt)
         object.set("call_id", callId)
         object.set("tool", tool)

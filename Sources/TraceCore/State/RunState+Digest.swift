@@ -103,7 +103,7 @@ extension DecisionRecord: JSONObjectEncodable {
 extension ToolCallRecord: JSONObjectEncodable {
     public func members(into object: inout some JSONMemberSink) {
         object.set("approval", approval)
-        object.set("arguments", arguments)
+        object.set("arguments", argumentsText)
         object.set("attempts", attempts)
         object.set("id", id)
         object.set("results", results)

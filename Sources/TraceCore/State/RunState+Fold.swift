@@ -64,7 +64,7 @@ extension RunState {
                         state.note(event, Anomaly.reusedIdPrefix + call.id + Anomaly.reusedIdSuffix)
                     }
                     state.calls.append(
-                        ToolCallRecord(id: call.id, tool: call.name, step: event.step, arguments: call.arguments))
+                        ToolCallRecord(id: call.id, tool: call.name, step: event.step, argumentsText: call.argumentsText))
                     state.callIds.positions[call.id] = state.calls.count - 1
                     state.callIds.isStale = false
                 }

@@ -97,7 +97,7 @@ extension ToolCallRecord: JSONRepresentable {
         var id: String?
         var tool: String?
         var step: Int?
-        var arguments: JSONValue?
+        var arguments: JSONText?
         var verdict: VerdictGiven?
         var approval: ApprovalRecorded?
         var attempts = 0
@@ -117,7 +117,7 @@ extension ToolCallRecord: JSONRepresentable {
         }
         self.init(
             id: try required(id, "id"), tool: try required(tool, "tool"), step: try required(step, "step"),
-            arguments: try required(arguments, "arguments"))
+            argumentsText: try required(arguments, "arguments"))
         self.verdict = verdict
         self.approval = approval
         self.attempts = attempts

@@ -147,7 +147,14 @@ public struct ToolCallRecord: Sendable, Hashable {
     public var tool: String
     /// The step whose decision proposed it.
     public var step: Int
-    public var arguments: JSONValue
+    /// The arguments, held as their canonical JSON (`ToolCall.argumentsText`): the state's
+    /// canonical form and its digest write them as they are.
+    public var argumentsText: JSONText
+    /// The arguments (parsed from `argumentsText` on each use).
+    public var arguments: JSONValue {
+        get { argumentsText.value }
+        set { argumentsText = JSONText(newValue) }
+    }
     public var verdict: VerdictGiven?
     /// A human's answer, for a call that needed one (most calls do not: held out of line, so
     /// that every other call's record is smaller by its size).
@@ -164,10 +171,14 @@ public struct ToolCallRecord: Sendable, Hashable {
     public var revision = 0
 
     public init(id: String, tool: String, step: Int, arguments: JSONValue) {
+        self.init(id: id, tool: tool, step: step, argumentsText: JSONText(arguments))
+    }
+
+    public init(id: String, tool: String, step: Int, argumentsText: JSONText) {
         self.id = id
         self.tool = tool
         self.step = step
-        self.arguments = arguments
+        self.argumentsText = argumentsText
     }
 
     /// Whether the tool was started at least once.
@@ -201,7 +212,7 @@ public struct ToolCallRecord: Sendable, Hashable {
     public var hasSucceeded: Bool { lastResult?.status == .ok }
 
     public static func == (a: ToolCallRecord, b: ToolCallRecord) -> Bool {
-        a.id == b.id && a.tool == b.tool && a.step == b.step && a.arguments == b.arguments && a.verdict == b.verdict
+        a.id == b.id && a.tool == b.tool && a.step == b.step && a.argumentsText == b.argumentsText && a.verdict == b.verdict
             && a.approval == b.approval && a.attempts == b.attempts && a.results == b.results
     }
 
