@@ -86,7 +86,8 @@ extension Catalog {
     /// schema version it has (older ones are read as they are, never migrated in place: the
     /// columns both versions have are copied, later columns take their defaults). The new
     /// catalog is written beside the old one and renamed over it, so an interrupted rebuild
-    /// leaves the old one as it was. Run it when nothing else uses the catalog.
+    /// leaves the old one as it was. It refuses, changing nothing, while another process has
+    /// the catalog open for writing (`CatalogFileLock`), and writers wait for it to finish.
     ///
     /// It refuses, changing nothing, to replace a file that is not a catalog (a log, a text
     /// file, another program's SQLite database), and a damaged catalog whose suite history
@@ -100,6 +101,13 @@ extension Catalog {
         if PostgresStore.isURL(path) {
             return try rebuildInPlace(at: path, from: paths, jobs: jobs, memberLimit: memberLimit, progress: progress)
         }
+        // Looked at first, so that a file that is not a catalog is refused with nothing made
+        // beside it; then the lock, held until the new file has the name (no other process
+        // writes to the old one meanwhile: its writes would go to a file without a name once
+        // the new one is renamed over it); then looked at again, as it is now.
+        _ = try OldCatalog.look(at: path)
+        let lock = try CatalogFileLock.forReplacing(path)
+        defer { lock.release() }
         let old = try OldCatalog.look(at: path)
         var outcome = RebuildOutcome()
         var sources = paths
@@ -113,7 +121,10 @@ extension Catalog {
         }
         outcome.fromSchemaVersion = old.version
         let temporary = path + ".rebuild-\(ProcessInfo.processInfo.processIdentifier)"
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+        // The new file's own lock file goes with it: the catalog's is the old one's, kept.
+        let temporaryFiles = ["", "-wal", "-shm", ".lock"].map { temporary + $0 }
+        for file in temporaryFiles { try? FileManager.default.removeItem(atPath: file) }
+        defer { try? FileManager.default.removeItem(atPath: CatalogFileLock.path(of: temporary)) }
         do {
             let fresh = try Catalog(path: temporary)
             outcome.summary =
@@ -128,7 +139,7 @@ extension Catalog {
             try fresh.checkpoint()
             try fresh.close()
         } catch {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+            for file in temporaryFiles { try? FileManager.default.removeItem(atPath: file) }
             throw error
         }
         // Everything is in the new file now; the old file's write-ahead log must not be applied to it.

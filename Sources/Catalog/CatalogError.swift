@@ -30,6 +30,9 @@ public struct CatalogError: Diagnostic, Hashable {
         /// `sql` on PostgreSQL was asked to run as a role whose rights a read-only transaction
         /// does not hold back (a superuser, a member of `pg_execute_server_program`, …).
         case privilegedRole = "privileged_role"
+        /// The catalog file is in use in a way that rules the command out: `catalog rebuild`
+        /// while another process has it open for writing, or a write while a rebuild runs.
+        case inUse = "in_use"
     }
 
     public var code: Code

@@ -21,7 +21,7 @@ func agentEval(
 /// test process exits.
 let testCatalogPath: String = {
     atexit {
-        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: testCatalogPath + suffix) }
+        for suffix in ["", "-wal", "-shm", "-journal", ".lock"] { try? FileManager.default.removeItem(atPath: testCatalogPath + suffix) }
     }
     return FileManager.default.temporaryDirectory.appendingPathComponent("agent-eval-tests-catalog-\(getpid()).sqlite").path
 }()

@@ -134,6 +134,28 @@ struct ServeCommandTests {
         }
     }
 
+    @Test(
+        "catalog rebuild while serve has the catalog open: exit 2 naming serve's pid, the catalog as it was; once serve stops, it rebuilds")
+    func rebuildBesideServe() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let runs = directory.path("runs")
+        try FileManager.default.createDirectory(atPath: runs, withIntermediateDirectories: true)
+        try Self.writeSupportRun(runs + "/support-1.jsonl.gz", runId: "run-support-1")
+        let catalog = directory.path("catalog.sqlite")
+        let server = try await Server.start([runs], in: directory)
+        #expect(try await server.runs(count: 1).count == 1)
+        let refused = try await agentEval(["catalog", "rebuild", "--catalog", catalog, runs], in: directory.url)
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("pid \(server.process.processIdentifier)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("open for writing") && refused.stderr.contains("nothing was changed"), "\(refused.stderr)")
+        #expect(try await server.runs(count: 1).count == 1, "serve lost its catalog")
+        let stopped = await server.stop()
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        let rebuilt = try await agentEval(["catalog", "rebuild", "--catalog", catalog, runs], in: directory.url)
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+    }
+
     @Test("the runs list: filters from the address as `runs` reads them, pages by cursor without a row twice, a bad filter named")
     func runsList() async throws {
         let directory = try TemporaryDirectory()

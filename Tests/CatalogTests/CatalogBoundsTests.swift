@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 import TraceCore
@@ -109,6 +110,52 @@ struct CatalogBoundsTests {
             let after = try Catalog(path: path, readOnly: true)
             #expect(try after.history(caseId: "kept").entries.map(\.outcome) == ["pass"])
             #expect(try after.query("SELECT file_digest FROM case_results").rows == [[.null]])
+        }
+    }
+
+    @Test("rebuild refuses, changing nothing, while the catalog is open for writing elsewhere, whose suite results it would lose")
+    func rebuildWaitsForNoWriter() throws {
+        try TemporaryDirectory.with { directory in
+            let path = directory.path("catalog.sqlite")
+            let writer = try Catalog(path: path)
+            _ = try writer.index(paths: [runsFixture("support-refund")])
+            try writer.checkpoint()
+            let before = try Data(contentsOf: URL(fileURLWithPath: path))
+            let error = try #require(throws: CatalogError.self) { _ = try Catalog.rebuild(at: path) }
+            #expect(error.code == .inUse)
+            #expect(error.message.contains("has the catalog at \(path) open for writing"), "\(error.message)")
+            #expect(error.message.contains("nothing was changed"), "\(error.message)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the catalog was replaced under its writer")
+            // What the writer records now is in the catalog the name holds, and the rebuild,
+            // once the writer is done, carries it over.
+            try writer.recordSuite(report: suiteReport, info: SuiteRunInfo(startedAtUs: 1, commandLine: "agent-eval run"))
+            try writer.close()
+            let rebuilt = try Catalog.rebuild(at: path)
+            #expect(rebuilt.suiteRuns == 1)
+            #expect(try Catalog(path: path, readOnly: true).history(caseId: "kept").entries.map(\.outcome) == ["pass"])
+            // The rebuild's own working files are gone; the lock file stays where it was.
+            let left = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains(".rebuild-") }
+            #expect(left.isEmpty, "\(left)")
+            #expect(FileManager.default.fileExists(atPath: path + ".lock"))
+        }
+    }
+
+    @Test("a writer that opens the catalog while a rebuild holds it waits for the rebuild, and then writes to the new file")
+    func writerWaitsForRebuild() async throws {
+        try await TemporaryDirectory.with { directory in
+            let path = directory.path("catalog.sqlite")
+            try Catalog(path: path).close()
+            let rebuilding = try CatalogFileLock.forReplacing(path)
+            let released = Mutex(false)
+            let opened = Task.detached { () throws -> Bool in
+                let catalog = try Catalog(path: path)
+                defer { try? catalog.close() }
+                return released.withLock { $0 }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            released.withLock { $0 = true }
+            rebuilding.release()
+            #expect(try await opened.value, "the writer opened the catalog while the rebuild held it")
         }
     }
 

@@ -12,6 +12,9 @@ final class SQLiteStore: CatalogStore {
     /// The catalog file.
     let path: String
     let pool: DatabasePool
+    /// Held shared while the catalog is open for writing (`CatalogFileLock`): a rebuild does
+    /// not replace the file under it.
+    private let fileLock: CatalogFileLock?
 
     var dialect: SQLDialect { .sqlite }
     var location: String { path }
@@ -55,6 +58,9 @@ final class SQLiteStore: CatalogStore {
             // Look before opening for real: opening a pool switches a database to WAL, and a
             // file that is not a catalog of a version this build knows must stay as it is.
             if fileManager.fileExists(atPath: path) { try Self.probe(path) }
+            // Before the pool opens the file: a connection made while a rebuild runs would be
+            // to the file the rebuild is about to replace.
+            fileLock = readOnly ? nil : try CatalogFileLock.forWriting(path)
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrate(pool, path: path, readOnly: readOnly)
         } catch let error as CatalogError {
@@ -295,5 +301,6 @@ final class SQLiteStore: CatalogStore {
         } catch {
             throw describe(error)
         }
+        fileLock?.release()
     }
 }

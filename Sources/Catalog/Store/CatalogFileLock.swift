@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+import TraceCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The lock that keeps `catalog rebuild` from replacing a catalog file while another process
+/// writes to it: an advisory lock (`flock`) on a file beside the catalog, `<catalog>.lock`,
+/// which is never replaced itself.
+///
+/// Every process that opens a SQLite catalog for writing holds the lock shared for as long as
+/// it keeps the catalog open; `rebuild` holds it exclusive from reading the old catalog's
+/// history until the new file is renamed over it. Without it, a `run` that recorded its suite
+/// results in the old file after the history was copied (or through a connection opened before
+/// the rename) wrote them into a file that no longer had a name: lost without a word. A writer
+/// takes the lock before it opens the database, so a connection it opens is to the file the
+/// name holds once no rebuild runs.
+///
+/// The kernel releases the lock when its descriptor closes, however the process ends.
+final class CatalogFileLock: Sendable {
+    private let descriptor: Int32
+    /// Whether the descriptor is closed (the lock let go).
+    private let isReleased = Mutex(false)
+
+    private init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        release()
+    }
+
+    /// Lets the lock go (closing the catalog does), once.
+    func release() {
+        let closes = isReleased.withLock { released in
+            defer { released = true }
+            return !released
+        }
+        if closes { close(descriptor) }
+    }
+
+    /// The lock file of the catalog at `path`.
+    static func path(of catalog: String) -> String { catalog + ".lock" }
+
+    /// Takes the lock shared, for a process that writes to the catalog at `path`: waits up to
+    /// `Catalog.busyTimeout` for a rebuild to finish, as SQLite waits for another writer.
+    static func forWriting(_ path: String) throws(CatalogError) -> CatalogFileLock {
+        let lock = try open(path)
+        let waitedOut = lock.take(LOCK_SH, waitingUpTo: Catalog.busyTimeout)
+        guard waitedOut else {
+            throw CatalogError(
+                .inUse,
+                "the catalog at \(path) is being rebuilt\(holder(of: path).map { " by pid \($0)" } ?? "") and stayed so for \(Int(Catalog.busyTimeout)) s, so nothing was written to it",
+                location: SourceLocation(path: path), hint: "wait for `agent-eval catalog rebuild` to finish, then run this again")
+        }
+        return lock
+    }
+
+    /// Takes the lock exclusive, for `rebuild`: refuses at once (after a moment's grace) while
+    /// any other process has the catalog open for writing, whose writes the rename would lose.
+    static func forReplacing(_ path: String) throws(CatalogError) -> CatalogFileLock {
+        let lock = try open(path)
+        guard lock.take(LOCK_EX, waitingUpTo: 0.25) else {
+            throw CatalogError(
+                .inUse,
+                "another process\(holder(of: path).map { " (pid \($0))" } ?? "") has the catalog at \(path) open for writing: a rebuild replaces the file, so what it writes meanwhile would be lost; nothing was changed",
+                location: SourceLocation(path: path),
+                hint: "stop what uses the catalog (`agent-eval serve`, a `run` or an `index`), then rebuild again")
+        }
+        return lock
+    }
+
+    private static func open(_ path: String) throws(CatalogError) -> CatalogFileLock {
+        let lockPath = Self.path(of: path)
+        let raw = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard raw >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw CatalogError(
+                .cannotOpen, "cannot open the catalog's lock file \(lockPath): \(reason)", location: SourceLocation(path: path),
+                hint: "the catalog's folder must be writable by whoever writes to the catalog")
+        }
+        return CatalogFileLock(descriptor: raw)
+    }
+
+    /// Takes the lock as `operation` says, trying again with growing pauses for up to
+    /// `seconds`; false when it is still held otherwise then.
+    private func take(_ operation: Int32, waitingUpTo seconds: Double) -> Bool {
+        var pauseUs: UInt32 = 1_000
+        var waitedUs: Double = 0
+        while flock(descriptor, operation | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, waitedUs < seconds * 1e6 else { return false }
+            usleep(pauseUs)
+            waitedUs += Double(pauseUs)
+            pauseUs = min(pauseUs * 2, 64_000)
+        }
+        return true
+    }
+
+    /// A pid holding a lock on the catalog's lock file, from /proc/locks (Linux); nil where
+    /// unknown.
+    private static func holder(of path: String) -> Int? {
+        var info = stat()
+        guard stat(Self.path(of: path), &info) == 0, let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else {
+            return nil
+        }
+        let ownPid = Int(getpid())
+        for line in locks.split(separator: "\n") {
+            // "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF"
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, fields[1] == "FLOCK", fields[5].hasSuffix(":\(info.st_ino)"), let pid = Int(fields[4]), pid != ownPid
+            else { continue }
+            return pid
+        }
+        return nil
+    }
+}
