@@ -22,6 +22,6 @@ struct PytestPluginTests {
                 "AGENT_EVAL_AGENTS_PYTHON": try await PythonEnvironment.agents.path() + "/bin/python",
             ])
         #expect(result.status == 0, "\(result.stdoutText)\n\(result.stderr)")
-        #expect(result.stdoutText.contains("31 passed"), "\(result.stdoutText)")
+        #expect(result.stdoutText.contains("32 passed"), "\(result.stdoutText)")
     }
 }

@@ -539,36 +539,35 @@ class CaseItem(pytest.Item):
             raise CaseCouldNotRun(self.case.get("error") or "agent-eval could not run the case")
 
     def runtest(self):
-        # The gate's rule, case by case (ReportCounts.failsGate, as the JUnit file and the
-        # annotations apply it): a test is green exactly when `agent-eval run` lets the case pass.
+        # A test is green exactly when `agent-eval run` lets the case pass: the engine says so
+        # of each case (`fails_gate`, ReportCounts.failsGate, the rule its exit status counts),
+        # and the plugin says only why. A report without it (another engine's) decides nothing.
         case = self.case
         warn_of(case, self.case_id)
+        fails_gate = case.get("fails_gate")
+        if not isinstance(fails_gate, bool):
+            raise CaseCouldNotRun("agent-eval's report does not say whether this case fails the gate (no \"fails_gate\"), "
+                                  "so the test cannot say it passes; use the agent-eval binary this package came with")
         quarantine = case.get("quarantine")
-        passes = case.get("outcome") in ("pass", "flaky_pass")
+        baseline = case.get("baseline") or {}
         fail_on = case.get("_fail_on", "any")
-        if quarantine and quarantine.get("expired"):
-            raise CaseFailed(explain(case))  # it says the quarantine expired
-        if quarantine and not passes:
+        if fails_gate:
+            if quarantine and quarantine.get("expired"):
+                raise CaseFailed(explain(case))  # it says the quarantine expired
+            if baseline.get("status") == "regressed" and fail_on != "failure":
+                raise CaseFailed(explain_regression(case))
+            if fail_on == "regression":
+                raise CaseFailed("%s\nno baseline vouches for this failure (baseline: %s), so --fail-on regression fails "
+                                 "it as the gate does" % (explain(case), baseline.get("status", "none")))
+            raise CaseFailed(explain(case))
+        if case.get("outcome") in ("pass", "flaky_pass"):
+            return
+        # It failed, and the gate lets it pass: say why.
+        if quarantine:
             pytest.xfail("quarantined: %s (owner %s, until %s)" % (
                 quarantine.get("reason", ""), quarantine.get("owner", "?"), quarantine.get("until", "?")))
-        if quarantine:
-            return
-        baseline = case.get("baseline") or {}
-        if baseline.get("status") == "regressed" and fail_on != "failure":
-            raise CaseFailed(explain_regression(case))
-        if passes:
-            return
-        # Under --fail-on regression a failure passes the gate only when a baseline vouches for
-        # it (ReportCounts.isUnvouched): it failed before (known_failure), or the fall is too
-        # small to tell from noise (not_significant). A new case, or one no baseline was
-        # compared with, fails like any failure.
-        if fail_on == "regression" and baseline.get("status") in VOUCHING_STATUSES:
-            pytest.xfail("fails, but the gate fails only regressions (--fail-on regression) and this is not one "
-                         "(baseline: %s)\n%s" % (baseline["status"], explain(case)))
-        if fail_on == "regression":
-            raise CaseFailed("%s\nno baseline vouches for this failure (baseline: %s), so --fail-on regression fails it "
-                             "as the gate does" % (explain(case), baseline.get("status", "none")))
-        raise CaseFailed(explain(case))
+        pytest.xfail("fails, but the gate fails only regressions (--fail-on regression) and this is not one "
+                     "(baseline: %s)\n%s" % (baseline.get("status", "none"), explain(case)))
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, (CaseFailed, CaseCouldNotRun)):
@@ -577,12 +576,6 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, max(0, self.line - 1), "case %s" % self.case_id
-
-
-# The baseline statuses that vouch for a failure (ReportCounts.isUnvouched is false for them):
-# every status the engine writes but `new`. One it does not know (a newer engine's) vouches for
-# nothing, as the engine reads it.
-VOUCHING_STATUSES = frozenset(("known_failure", "regressed", "not_significant", "unchanged", "not_run", "fixed"))
 
 
 def explain_regression(case):

@@ -147,6 +147,30 @@ def test_under_fail_on_regression_a_failing_case_no_baseline_knows_fails_as_the_
     alone.assert_outcomes(failed=1)
 
 
+def test_a_report_that_does_not_say_whether_a_case_fails_the_gate_passes_nothing(pytester, binary):
+    # The engine's own answer decides each test; a report without it (a stale or foreign
+    # binary) must not turn into green tests by the plugin guessing the rule.
+    pytester.makefile(".yaml", refunds=case("refunds", "  toolsCalled: [lookup_order, refund_order]"))
+    wrapper = pytester.path / "agent-eval-without-fails-gate"
+    wrapper.write_text(
+        "#!%s\n"
+        "import json, subprocess, sys\n"
+        "status = subprocess.run([%r] + sys.argv[1:]).returncode\n"
+        "if '--json-out' in sys.argv:\n"
+        "    path = sys.argv[sys.argv.index('--json-out') + 1]\n"
+        "    report = json.load(open(path))\n"
+        "    for entry in report.get('cases', []):\n"
+        "        entry.pop('fails_gate', None)\n"
+        "    json.dump(report, open(path, 'w'))\n"
+        "sys.exit(status)\n" % (sys.executable, binary))
+    wrapper.chmod(0o755)
+    result = pytester.runpytest(*PLUGIN, "--agent-eval-bin=" + str(wrapper))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*does not say whether this case fails the gate*"])
+    # The same case with the engine's answer in the report passes.
+    pytester.runpytest(*PLUGIN).assert_outcomes(passed=1)
+
+
 def test_a_passing_case_whose_quarantine_ended_fails(pytester):
     pytester.makefile(".yaml", lapsed=case("lapsed", "  toolsCalled: [lookup_order]", extra=quarantine("flaky lookups", "2001-01-01")))
     result = pytester.runpytest(*PLUGIN)

@@ -262,8 +262,19 @@ public struct EvalReport: Sendable {
         root.set("shard", shard)
         root.set("suite", suite)
         root.set("summary", summary.json)
-        root.set("cases", JSONValue.array(cases))
+        // Each case says whether it fails the gate under this verdict's `fail_on`: the rule the
+        // exit status counts, so that a reader (the pytest plugin, a dashboard) takes the
+        // engine's answer case by case instead of keeping a copy of the rule. A merge decides
+        // it again under its own `fail_on`.
+        root.set("cases", JSONValue.array(cases.map { Self.gated($0, failOn: failOn) }))
         return root
+    }
+
+    /// `entry` with its `fails_gate` member set as `ReportCounts.failsGate` decides it.
+    static func gated(_ entry: JSONValue, failOn: FailOn) -> JSONValue {
+        guard case .object(var members) = entry else { return entry }
+        members["fails_gate"] = .bool(ReportCounts.failsGate(entry, failOn: failOn))
+        return .object(members)
     }
 
     func caseJSON(_ result: CaseResult) -> JSONValue {
