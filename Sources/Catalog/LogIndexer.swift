@@ -676,7 +676,7 @@ struct LogIndexer {
         let last = call.results.last
         return CallRow(
             logId: 0, ordinal: ordinal, runId: fold.state.runId ?? "", step: call.step, callId: call.id, tool: call.tool,
-            arguments: JSONWriter.encodeString(call.arguments), verdict: call.verdict?.verdict.rawValue, rule: call.verdict?.rule,
+            arguments: call.argumentsText.string, verdict: call.verdict?.verdict.rawValue, rule: call.verdict?.rule,
             approval: call.approval.map { $0.isGranted ? "granted" : "refused" }, approver: call.approval?.approver,
             attempts: call.attempts, status: last?.status.rawValue, durationUs: call.results.reduce(0) { $0 + $1.durationUs },
             error: last?.error)

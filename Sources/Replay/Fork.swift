@@ -401,7 +401,7 @@ public enum Fork {
             for call in waiting {
                 guard let index = pending.firstIndex(where: { $0.call.id == call.id }) else { return nil }
                 let parent = pending[index].call
-                guard parent.tool == call.tool, parent.arguments == call.arguments else { return nil }
+                guard parent.tool == call.tool, parent.argumentsText == call.argumentsText else { return nil }
                 given.append(pending.remove(at: index).approval)
             }
             return given

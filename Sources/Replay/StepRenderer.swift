@@ -104,7 +104,7 @@ public struct StepRenderer: Sendable {
             case .valid(.askHuman(let text)): lines.append("  parsed  ask a human: \(short(text))")
             case .valid(.stop(let reason)): lines.append("  parsed  stop: \(short(reason))")
             case .valid(.toolCalls(let calls)):
-                for call in calls { lines.append("  parsed  \(call.id): \(call.name) \(short(JSONWriter.encodeString(call.arguments)))") }
+                for call in calls { lines.append("  parsed  \(call.id): \(call.name) \(short(call.argumentsText.string))") }
             case .invalid(let invalid): lines.append("  REJECTED \(invalid.kind.rawValue): \(invalid.message)")
             }
             return lines
@@ -115,7 +115,7 @@ public struct StepRenderer: Sendable {
             ]
         case .toolIntended(let intent):
             return [
-                "intent    \(intent.callId) \(intent.tool) attempt \(intent.attempt) \(short(JSONWriter.encodeString(intent.arguments)))"
+                "intent    \(intent.callId) \(intent.tool) attempt \(intent.attempt) \(short(intent.argumentsText.string))"
             ]
         case .toolCompleted(let result):
             var line =

@@ -172,7 +172,7 @@ public struct TrajectoryDiff: Sendable {
                 guard case .decisionMade(let made) = recorded.event.payload else { continue }
                 switch made.outcome {
                 case .valid(.toolCalls(let calls)):
-                    decisions.append(calls.map { "\($0.name)\(JSONWriter.encodeString($0.arguments))" }.joined(separator: ", "))
+                    decisions.append(calls.map { "\($0.name)\($0.argumentsText.string)" }.joined(separator: ", "))
                     callIds.append(contentsOf: calls.map(\.id))
                 case .valid(.answer(let text)): decisions.append("answer \(text)")
                 case .valid(.askHuman(let text)): decisions.append("ask_human \(text)")

@@ -137,6 +137,16 @@ struct CatalogBoundsTests {
             let left = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains(".rebuild-") }
             #expect(left.isEmpty, "\(left)")
             #expect(FileManager.default.fileExists(atPath: path + ".lock"))
+
+            // Opened through a symbolic link, the catalog is the same file, with the same lock.
+            let alias = directory.path("alias.sqlite")
+            try FileManager.default.createSymbolicLink(atPath: alias, withDestinationPath: path)
+            let throughAlias = try Catalog(path: alias)
+            #expect(throws: CatalogError.self) { _ = try Catalog.rebuild(at: path) }
+            try throughAlias.close()
+            // A catalog in a folder that is not there yet is made, folder and all, as `index` makes it.
+            let fresh = directory.path("new/folder/catalog.sqlite")
+            #expect(try Catalog.rebuild(at: fresh, from: [runsFixture("support-refund")]).summary.logs.count == 1)
         }
     }
 

@@ -537,6 +537,10 @@ class CaseItem(pytest.Item):
         self.case = self.config.stash[SUITE].result(self)
         if self.case.get("outcome") == "error":
             raise CaseCouldNotRun(self.case.get("error") or "agent-eval could not run the case")
+        # An outcome this plugin does not know is what the engine counts as an error too.
+        if self.case.get("outcome") not in ("pass", "flaky_pass", "fail", "flaky_fail"):
+            raise CaseCouldNotRun("agent-eval's report gives this case the outcome %r, which this plugin does not know; "
+                                  "use the agent-eval binary this package came with" % self.case.get("outcome"))
 
     def runtest(self):
         # A test is green exactly when `agent-eval run` lets the case pass: the engine says so

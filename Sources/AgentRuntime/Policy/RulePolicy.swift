@@ -117,8 +117,10 @@ public struct PolicyRule: Sendable {
         if let tokensLeftBelow, let left = query.tokensLeft, left >= tokensLeftBelow { return .no }
         if tokensLeftBelow != nil, query.tokensLeft == nil { return .no }
         var undecided: String?
+        // Parsed once for every condition (the call holds its arguments as text).
+        let callArguments = arguments.isEmpty ? [:] : query.call.arguments
         for condition in arguments {
-            switch condition.judge(query.call.arguments) {
+            switch condition.judge(callArguments) {
             case .holds: continue
             case .fails: return .no
             case .undecidable(let why): undecided = undecided ?? why

@@ -1,3 +1,4 @@
+import ConfigFile
 import Foundation
 import Synchronization
 import TraceCore
@@ -43,8 +44,20 @@ final class CatalogFileLock: Sendable {
         if closes { close(descriptor) }
     }
 
-    /// The lock file of the catalog at `path`.
-    static func path(of catalog: String) -> String { catalog + ".lock" }
+    /// The lock file of the catalog at `path`: beside the file the path names once its links
+    /// are resolved, so that a catalog opened through a symbolic link and by its own name takes
+    /// one lock. (A path that does not exist yet has its folder resolved.)
+    static func path(of catalog: String) -> String {
+        let absolute = ConfigPath.absolute(catalog)
+        if let real = realpath(absolute, nil) {
+            defer { free(real) }
+            return String(cString: real) + ".lock"
+        }
+        let folder = (absolute as NSString).deletingLastPathComponent
+        guard let real = realpath(folder, nil) else { return absolute + ".lock" }
+        defer { free(real) }
+        return (String(cString: real) as NSString).appendingPathComponent((absolute as NSString).lastPathComponent) + ".lock"
+    }
 
     /// Takes the lock shared, for a process that writes to the catalog at `path`: waits up to
     /// `Catalog.busyTimeout` for a rebuild to finish, as SQLite waits for another writer.
@@ -74,9 +87,16 @@ final class CatalogFileLock: Sendable {
         return lock
     }
 
+    /// Opens the lock file, made if missing in a folder made if missing (as opening the catalog
+    /// makes its folder). Read-write and readable by everyone who may write the catalog (0666
+    /// less the umask, as SQLite makes the catalog's own files); one made by another user is
+    /// opened read-only, which `flock` takes all the same.
     private static func open(_ path: String) throws(CatalogError) -> CatalogFileLock {
         let lockPath = Self.path(of: path)
-        let raw = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        try? FileManager.default.createDirectory(
+            atPath: (lockPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        var raw = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
+        if raw < 0 && (errno == EACCES || errno == EROFS) { raw = Glibc.open(lockPath, O_RDONLY | O_CLOEXEC) }
         guard raw >= 0 else {
             let reason = String(cString: strerror(errno))
             throw CatalogError(

@@ -8,7 +8,9 @@ import TraceCore
 enum SequenceMatch {
     static func check(_ sequence: SequenceExpectation, against executed: [ToolCallRecord]) -> ExpectationFailure? {
         let expected = sequence.calls
-        let matches = { (i: Int, j: Int) in expected[i].matches(tool: executed[j].tool, arguments: executed[j].arguments) }
+        // Each executed call's arguments parsed once (a record holds them as text), not per pair.
+        let arguments = executed.map(\.arguments)
+        let matches = { (i: Int, j: Int) in expected[i].matches(tool: executed[j].tool, arguments: arguments[j]) }
         let wanted = expected.map(\.description).joined(separator: ", ")
         let actualList = executed.isEmpty ? "no calls" : executed.map { "\($0.tool)" }.joined(separator: ", ")
         func failure(_ actual: String, step: Int?, callId: String? = nil) -> ExpectationFailure {
@@ -40,7 +42,7 @@ enum SequenceMatch {
                         let call = executed[index]
                         let why =
                             call.tool == expected[index].tool
-                            ? (expected[index].arguments?.mismatch(call.arguments) ?? "") : "\(call.tool) instead"
+                            ? (expected[index].arguments?.mismatch(arguments[index]) ?? "") : "\(call.tool) instead"
                         return failure(
                             "call \(index + 1) (\(call.id)) does not match \(expected[index]): \(why)", step: call.step, callId: call.id)
                     }

@@ -141,7 +141,7 @@ public enum TrajectoryCheck {
                 out.failures.append(
                     ExpectationFailure(
                         expectation: "toolsNotCalled", expected: "\(tool) is never called",
-                        actual: "\(tool) ran as \(call.id) at step \(call.step) with \(JSONWriter.encodeString(call.arguments))",
+                        actual: "\(tool) ran as \(call.id) at step \(call.step) with \(call.argumentsText.string)",
                         step: call.step,
                         callId: call.id))
             } else if let attempt = calls.first {
@@ -261,7 +261,7 @@ public enum TrajectoryCheck {
                     out.failures.append(
                         ExpectationFailure(
                             expectation: "arguments.\(tool)", expected: matcher.description,
-                            actual: "\(call.id): \(problem) (arguments \(JSONWriter.encodeString(call.arguments)))", step: call.step,
+                            actual: "\(call.id): \(problem) (arguments \(call.argumentsText.string))", step: call.step,
                             callId: call.id))
                 }
             }
@@ -283,7 +283,7 @@ public enum TrajectoryCheck {
                     out.failures.append(
                         ExpectationFailure(
                             expectation: name, expected: matcher.description,
-                            actual: "\(call.id): \(problem) (arguments \(JSONWriter.encodeString(call.arguments)))", step: call.step,
+                            actual: "\(call.id): \(problem) (arguments \(call.argumentsText.string))", step: call.step,
                             callId: call.id))
                 }
             }

@@ -65,7 +65,7 @@ extension EventPayload {
             case .valid(.answer(let text)): return "answer \(quoted(text))\(usage)"
             case .valid(.toolCalls(let calls)):
                 return "call "
-                    + calls.map { "\($0.name)(\(truncated(JSONWriter.encodeString($0.arguments), 60))) as \($0.id)" }.joined(
+                    + calls.map { "\($0.name)(\(truncated($0.argumentsText.string, 60))) as \($0.id)" }.joined(
                         separator: ", ") + usage
             case .valid(.askHuman(let question)): return "ask human \(quoted(question))\(usage)"
             case .valid(.stop(let reason)): return "stop \(quoted(reason))\(usage)"
@@ -77,7 +77,7 @@ extension EventPayload {
             if let reason = verdict.reason { text += " — \(truncated(reason, 60))" }
             return text
         case .toolIntended(let intent):
-            return "\(intent.tool)(\(truncated(JSONWriter.encodeString(intent.arguments), 60))) \(intent.callId) attempt \(intent.attempt)"
+            return "\(intent.tool)(\(truncated(intent.argumentsText.string, 60))) \(intent.callId) attempt \(intent.attempt)"
         case .toolCompleted(let result):
             var text =
                 "\(result.status.rawValue) \(result.tool) \(result.callId) attempt \(result.attempt) in \(formatDuration(result.durationUs))"
