@@ -68,15 +68,7 @@ final class FileDescriptor {
             throw LogError(.unreadable, "cannot open the log to lock it: \(errorText())", path: path)
         }
         let descriptor = FileDescriptor(raw: raw, path: path)
-        var pauseUs: UInt32 = 1_000
-        var waitedUs: UInt32 = 0
-        while flock(raw, LOCK_EX | LOCK_NB) != 0 {
-            if (errno == EWOULDBLOCK || errno == EINTR) && waitedUs < 250_000 {
-                usleep(pauseUs)
-                waitedUs += pauseUs
-                pauseUs = min(pauseUs * 2, 32_000)
-                continue
-            }
+        guard AdvisoryLock.take(raw, LOCK_EX, waitingUpTo: 0.25) else {
             let holder = lockHolder(of: path).map { " (pid \($0))" } ?? ""
             throw LogError(
                 .locked, "another process\(holder) is writing to this log", path: path,
@@ -86,18 +78,7 @@ final class FileDescriptor {
     }
 
     /// The pid holding a `flock` on `path`, from /proc/locks (Linux); nil where unknown.
-    static func lockHolder(of path: String) -> Int? {
-        var info = stat()
-        guard stat(path, &info) == 0, let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
-        let inode = ":\(info.st_ino)"
-        for line in locks.split(separator: "\n") {
-            // "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF"
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 6, fields[1] == "FLOCK", fields[5].hasSuffix(inode) else { continue }
-            return Int(fields[4])
-        }
-        return nil
-    }
+    static func lockHolder(of path: String) -> Int? { AdvisoryLock.holder(of: path) }
 
     /// Opens for appending; with `create`, the file must not exist yet.
     static func openForAppending(_ path: String, create: Bool) throws -> FileDescriptor {

@@ -2,6 +2,7 @@ import ConfigFile
 import Foundation
 import Synchronization
 import TraceCore
+import TraceLog
 
 #if canImport(Glibc)
     import Glibc
@@ -23,7 +24,7 @@ import TraceCore
 ///
 /// The kernel releases the lock when its descriptor closes, however the process ends.
 final class CatalogFileLock: Sendable {
-    private let descriptor: Int32
+    fileprivate let descriptor: Int32
     /// Whether the descriptor is closed (the lock let go).
     private let isReleased = Mutex(false)
 
@@ -63,7 +64,7 @@ final class CatalogFileLock: Sendable {
     /// `Catalog.busyTimeout` for a rebuild to finish, as SQLite waits for another writer.
     static func forWriting(_ path: String) throws(CatalogError) -> CatalogFileLock {
         let lock = try open(path)
-        let waitedOut = lock.take(LOCK_SH, waitingUpTo: Catalog.busyTimeout)
+        let waitedOut = AdvisoryLock.take(lock.descriptor, LOCK_SH, waitingUpTo: Catalog.busyTimeout)
         guard waitedOut else {
             throw CatalogError(
                 .inUse,
@@ -77,7 +78,7 @@ final class CatalogFileLock: Sendable {
     /// any other process has the catalog open for writing, whose writes the rename would lose.
     static func forReplacing(_ path: String) throws(CatalogError) -> CatalogFileLock {
         let lock = try open(path)
-        guard lock.take(LOCK_EX, waitingUpTo: 0.25) else {
+        guard AdvisoryLock.take(lock.descriptor, LOCK_EX, waitingUpTo: 0.25) else {
             throw CatalogError(
                 .inUse,
                 "another process\(holder(of: path).map { " (pid \($0))" } ?? "") has the catalog at \(path) open for writing: a rebuild replaces the file, so what it writes meanwhile would be lost; nothing was changed",
@@ -106,35 +107,8 @@ final class CatalogFileLock: Sendable {
         return CatalogFileLock(descriptor: raw)
     }
 
-    /// Takes the lock as `operation` says, trying again with growing pauses for up to
-    /// `seconds`; false when it is still held otherwise then.
-    private func take(_ operation: Int32, waitingUpTo seconds: Double) -> Bool {
-        var pauseUs: UInt32 = 1_000
-        var waitedUs: Double = 0
-        while flock(descriptor, operation | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR, waitedUs < seconds * 1e6 else { return false }
-            usleep(pauseUs)
-            waitedUs += Double(pauseUs)
-            pauseUs = min(pauseUs * 2, 64_000)
-        }
-        return true
-    }
-
-    /// A pid holding a lock on the catalog's lock file, from /proc/locks (Linux); nil where
-    /// unknown.
+    /// A pid other than this one holding a lock on the catalog's lock file; nil where unknown.
     private static func holder(of path: String) -> Int? {
-        var info = stat()
-        guard stat(Self.path(of: path), &info) == 0, let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else {
-            return nil
-        }
-        let ownPid = Int(getpid())
-        for line in locks.split(separator: "\n") {
-            // "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF"
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 6, fields[1] == "FLOCK", fields[5].hasSuffix(":\(info.st_ino)"), let pid = Int(fields[4]), pid != ownPid
-            else { continue }
-            return pid
-        }
-        return nil
+        AdvisoryLock.holder(of: Self.path(of: path), otherThan: Int(getpid()))
     }
 }
