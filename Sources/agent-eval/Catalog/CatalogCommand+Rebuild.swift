@@ -19,8 +19,9 @@ extension CatalogCommand {
             discussion: """
                 Gives exactly the rows incremental indexing gives. Suite runs and their results are carried over from \
                 the old catalog when it can be read (the logs do not hold them); the eval fact cache starts empty. \
-                The new catalog replaces the old one only when it is complete. Run it when nothing else uses the \
-                catalog. Use it when the catalog is damaged, from a newer agent-eval, or out of date.
+                The new catalog replaces the old one only when it is complete. While another process has the \
+                catalog open for writing (serve, a run, an index), it stops with exit 2 and changes nothing; a writer \
+                that starts during a rebuild waits for it. Use it when the catalog is damaged, from a newer agent-eval, or out of date.
 
                 The history is carried from a catalog of any schema version (an older one is read as it is, not \
                 migrated). When it cannot be read (a damaged catalog), the rebuild stops and changes nothing unless \
