@@ -22,6 +22,22 @@ public struct StaleLog: Sendable, Hashable {
     }
 }
 
+/// Whether the file of an indexed run still holds the bytes its row was read from, as the
+/// catalog found when it listed the row (`RunRow.file`): a row describes the log as it was
+/// indexed, and a log edited, replaced or removed since is not what the row says.
+public enum IndexedFileState: String, Sendable, Hashable {
+    /// The file holds the bytes the row was read from.
+    case asIndexed = "as_indexed"
+    /// The file's bytes differ from those the row was read from: the row is of older bytes
+    /// (`agent-eval index` reads the log again).
+    case changed
+    /// No file at the row's path.
+    case vanished
+    /// The row was indexed last on another machine of a shared catalog (`seen_on`), whose
+    /// files are not looked at here.
+    case elsewhere
+}
+
 extension Catalog {
     /// What SQLite's `PRAGMA quick_check` finds wrong in the catalog's file (its pages, its
     /// indexes); empty when nothing, and always on PostgreSQL, whose server keeps its own pages.
@@ -52,21 +68,29 @@ extension Catalog {
         }
         var stale: [StaleLog] = []
         for (path, file, isCurrent) in known {
-            guard let stamp = FileStamp(path: path) else {
-                stale.append(StaleLog(path: path, reason: .vanished))
-                continue
-            }
-            // The same bytes under a new stamp (a checkout) are not stale: `index` takes the
-            // stamp. A row of an older generation of its file (another reader found other bytes
-            // since) is.
-            if !isCurrent
-                || !file.matches(path, now: stamp)
-                    && !StoredLog.holdsBytes(file.contentHash, size: file.identity.stamp.size, path: path, now: stamp)
-            {
-                stale.append(StaleLog(path: path, reason: .changed))
+            switch Self.fileState(path: path, file: file, isCurrent: isCurrent) {
+            case .vanished: stale.append(StaleLog(path: path, reason: .vanished))
+            case .changed: stale.append(StaleLog(path: path, reason: .changed))
+            case .asIndexed, .elsewhere: break
             }
         }
         return (known.count, stale)
+    }
+
+    /// How the file at `path` stands against the record of the bytes a row was read from
+    /// (`file`, nil when the row names none; `isCurrent`: the row was read from the record's
+    /// generation of the file). The same bytes under a new stamp (a checkout) are as indexed:
+    /// `index` takes the stamp. A row of an older generation of its file (another reader found
+    /// other bytes since) is not. The one comparison `check` and `runs` make.
+    static func fileState(path: String, file: LogFileRecord?, isCurrent: Bool) -> IndexedFileState {
+        guard let stamp = FileStamp(path: path) else { return .vanished }
+        guard let file, isCurrent else { return .changed }
+        if file.matches(path, now: stamp)
+            || StoredLog.holdsBytes(file.contentHash, size: file.identity.stamp.size, path: path, now: stamp)
+        {
+            return .asIndexed
+        }
+        return .changed
     }
 
     /// Gives every indexed run the set of tools its `calls` rows show executed (`logs.tool_set`),

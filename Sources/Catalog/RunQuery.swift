@@ -302,6 +302,9 @@ public struct RunRow: Sendable, Hashable {
     public var contentHash: String? = nil
     /// The runner or host that indexed the log last (`Catalog.seenOn`).
     public var seenOn: String? = nil
+    /// Whether the log's file still holds the bytes this row was read from, looked at when the
+    /// row was listed (nil for a row made by other means).
+    public var file: IndexedFileState? = nil
 
     /// Where the log was seen: `file://SEEN_ON/PATH` (the host percent-encoded), or nil when
     /// the row does not say which machine.
@@ -336,6 +339,7 @@ public struct RunRow: Sendable, Hashable {
         object.set("forked_from", forkedFrom)
         object.set("fork_step", forkStep)
         object.set("content_hash", contentHash)
+        object.set("file", file?.rawValue)
         object.set("seen_at", seenAt)
         object.set("replay", replayCommand)
         return object.json
@@ -414,12 +418,14 @@ extension RunQuery {
 }
 
 extension Catalog {
-    /// The indexed runs `query` selects, newest first (runs that never started last).
+    /// The indexed runs `query` selects, newest first (runs that never started last), each with
+    /// whether its file still holds the bytes it was read from (`RunRow.file`: a `stat` per row,
+    /// and a hash of the whole file where only its modification time changed).
     public func runs(_ query: RunQuery) throws(CatalogError) -> [RunRow] { try runs(query, shape: nil) }
 
     /// The runs in a given shape (nil: the one `shape(in:)` chooses); the shapes must agree.
     func runs(_ query: RunQuery, shape: RunQuery.Shape?) throws(CatalogError) -> [RunRow] {
-        return try read { db in
+        let listed = try read { db -> [(RunRow, LogFileRecord?, Bool, Bool)] in
             let toolSets = try query.toolSets(in: db)
             // No set of tools qualifies: no run can.
             if toolSets?.isEmpty == true { return [] }
@@ -427,29 +433,43 @@ extension Catalog {
                 try shape ?? query.shape(in: db, toolSets: toolSets), dialect: db.dialect,
                 walksAgents: try query.agentGlobIsCommon(in: db), toolSets: toolSets)
             let rows = try db.rows(sql, arguments)
-            // The content hashes are the files' records' (`log_files`), looked up for the page's
-            // rows alone, and only where the row was read from the bytes the record names.
-            var hashes: [Int: (generation: Int, hash: String)] = [:]
+            // The files' records (`log_files`), looked up for the page's rows alone: the content
+            // hash, where the row was read from the bytes the record names, and whether the file
+            // still holds them.
+            var records: [Int64: LogFileRecord] = [:]
             for chunk in SQLList.chunks(of: rows.compactMap { $0["file_id"] as Int? }) {
                 try db.run(
-                    """
-                    SELECT file_id, generation, content_hash FROM log_files
-                    WHERE content_hash IS NOT NULL AND file_id IN (\(SQLList.placeholders(chunk.count)))
-                    """, bind: { binder in for id in chunk { binder.bind(id) } }
-                ) { row in hashes[row.int(0)] = (row.int(1), row.text(2)) }
+                    "SELECT \(LogFileRecord.columns) FROM log_files f WHERE f.file_id IN (\(SQLList.placeholders(chunk.count)))",
+                    bind: { binder in for id in chunk { binder.bind(id) } }
+                ) { row in
+                    let record = LogFileRecord(row, from: 0)
+                    records[record.id] = record
+                }
             }
+            let looksHere = Self.seenHere(db)
             return rows.map { row in
                 let file: Int? = row["file_id"]
                 let generation: Int? = row["generation"]
-                let known = file.flatMap { hashes[$0] }
-                return RunRow(
+                let record = file.flatMap { records[Int64($0)] }
+                let isCurrent = record != nil && record?.generation == generation
+                let seenOn: String? = row["seen_on"]
+                let listed = RunRow(
                     path: row["path"], runId: row["run_id"], agent: row["agent"], model: row["model"],
                     status: LogStatus(rawValue: row["status"]) ?? .damaged, problem: row["problem"], stopReason: row["stop_reason"],
                     limit: row["stop_limit"], steps: row["steps"], toolCalls: row["tool_calls"], executedCalls: row["executed_calls"],
                     deniedCalls: row["denied_calls"], tokens: row["tokens"], costUSD: row["cost_usd"], startedAtUs: row["started_at_us"],
                     endedAtUs: row["ended_at_us"], forkedFrom: row["forked_from"], forkStep: row["fork_step"],
-                    contentHash: known?.generation == generation ? known?.hash : nil, seenOn: row["seen_on"])
+                    contentHash: isCurrent ? record?.contentHash : nil, seenOn: seenOn)
+                // A shared catalog's row seen last on another machine names a file of that one.
+                let isElsewhere = !looksHere.condition.isEmpty && seenOn != nil && seenOn != Catalog.seenOn
+                return (listed, record, isCurrent, isElsewhere)
             }
+        }
+        // The files are looked at outside the read (no transaction held open meanwhile).
+        return listed.map { row, record, isCurrent, isElsewhere in
+            var row = row
+            row.file = isElsewhere ? .elsewhere : Self.fileState(path: row.path, file: record, isCurrent: isCurrent)
+            return row
         }
     }
 

@@ -1,8 +1,6 @@
 /// Commands and paths as a POSIX shell reads them, for the commands agent-eval prints for
 /// people to paste: `agent-eval replay 'runs/my run.jsonl.gz' --step 3`.
 public enum ShellWords {
-    /// `text` as one shell word: unchanged when it holds only characters no shell treats
-    /// specially, else in single quotes (a quote inside written `'\''`).
     /// Whether `text` is an environment variable's name as a shell takes one: ASCII letters,
     /// digits and `_`, not starting with a digit.
     public static func isVariableName(_ text: Substring) -> Bool {
@@ -20,6 +18,8 @@ public enum ShellWords {
         return isVariableName(word[..<equals])
     }
 
+    /// `text` as one shell word: unchanged when it holds only characters no shell treats
+    /// specially, else in single quotes (a quote inside written `'\''`).
     public static func quoted(_ text: String) -> String {
         !text.isEmpty && text.allSatisfy { $0.isLetter || $0.isNumber || "-_./:=@+,%".contains($0) }
             ? text : "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"

@@ -183,6 +183,54 @@ struct CatalogCommandTests {
         }
     }
 
+    @Test("runs says which rows are of a log that changed or went since it was indexed, instead of listing them as the file is")
+    func runsLooksAtTheFiles() async throws {
+        try await CLISandbox.with { sandbox in
+            let root = sandbox.directory.url
+            let environment = ["AGENT_EVAL_CATALOG": sandbox.directory.path("catalog.sqlite"), "NO_COLOR": "1"]
+            let logs = sandbox.directory.path("logs")
+            try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+            let fixtures = repositoryRoot.path + "/Fixtures/runs"
+            for name in ["edited", "removed", "touched"] {
+                try FileManager.default.copyItem(atPath: fixtures + "/support-refund.jsonl.gz", toPath: "\(logs)/\(name).jsonl.gz")
+            }
+            #expect(try await agentEval(["index", "logs"], in: root, environment: environment).status == 0)
+            func files() async throws -> [String: String] {
+                let listed = try await agentEval(["runs", "--json"], in: root, environment: environment)
+                #expect(listed.status == 0, "\(listed.stderr)")
+                var files: [String: String] = [:]
+                for row in try JSONParser.parse(listed.stdout).arrayValue ?? [] {
+                    files[(row["path"]?.stringValue.map { ($0 as NSString).lastPathComponent }) ?? "?"] = row["file"]?.stringValue
+                }
+                return files
+            }
+            #expect(
+                try await files() == ["edited.jsonl.gz": "as_indexed", "removed.jsonl.gz": "as_indexed", "touched.jsonl.gz": "as_indexed"])
+
+            // Another run's bytes where the refund was; one log removed; one given a new time only.
+            try FileManager.default.removeItem(atPath: logs + "/edited.jsonl.gz")
+            try FileManager.default.copyItem(atPath: fixtures + "/research-budget.jsonl.gz", toPath: logs + "/edited.jsonl.gz")
+            try FileManager.default.removeItem(atPath: logs + "/removed.jsonl.gz")
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date().addingTimeInterval(3600)], ofItemAtPath: logs + "/touched.jsonl.gz")
+            #expect(try await files() == ["edited.jsonl.gz": "changed", "removed.jsonl.gz": "vanished", "touched.jsonl.gz": "as_indexed"])
+            // The table: the filter matched the refund the edited file no longer holds, and says so.
+            let table = try await agentEval(["runs", "--tool", "refund_order"], in: root, environment: environment)
+            let lines = table.stdoutText.split(separator: "\n").map(String.init)
+            #expect(lines.contains { $0.contains("edited.jsonl.gz") && $0.contains("intact (file changed)") }, "\(table.stdoutText)")
+            #expect(lines.contains { $0.contains("removed.jsonl.gz") && $0.contains("intact (file gone)") }, "\(table.stdoutText)")
+            #expect(lines.contains { $0.contains("touched.jsonl.gz") && $0.contains("intact ") && !$0.contains("(file") })
+            #expect(table.stdoutText.contains("`agent-eval index logs/edited.jsonl.gz` reads it again"), "\(table.stdoutText)")
+
+            // Indexed again: the rows are of the files as they are.
+            #expect(try await agentEval(["index", "logs"], in: root, environment: environment).status == 0)
+            #expect(
+                try await files() == ["edited.jsonl.gz": "as_indexed", "removed.jsonl.gz": "vanished", "touched.jsonl.gz": "as_indexed"])
+            let again = try await agentEval(["runs", "--tool", "refund_order"], in: root, environment: environment)
+            #expect(!again.stdoutText.contains("edited.jsonl.gz") && !again.stdoutText.contains("(file"), "\(again.stdoutText)")
+        }
+    }
+
     @Test("runs finds runs by tools called and not called, and prints the replay command; history flags a case that flips")
     func runsAndHistory() async throws {
         try await CLISandbox.with { sandbox in

@@ -24,6 +24,12 @@ struct RunsCommand: ParsableCommand {
             run's stop can show that, so damaged, torn and running logs are left out), --stop, \
             --agent, --model, --since, --until, --status, --min-cost, --forks-of (forks of a run, agent-eval fork).
 
+            A row is what the log held when it was indexed. Each row's file is looked at as it is listed: STATUS says \
+            "(file changed)" for a log whose bytes changed since (the row, and the filters it matched, are of the older \
+            bytes: index it again) and "(file gone)" for one no longer there; --json gives each run's "file": \
+            as_indexed, changed, vanished, or elsewhere (indexed last on another machine of a shared catalog, not \
+            looked at here).
+
             Index logs first (`agent-eval index runs/`; `exec` and `run` index what they write). For questions the \
             filters do not cover, `agent-eval sql` runs read-only SQL over the catalog (docs/catalog.md).
 
@@ -66,17 +72,34 @@ struct RunsCommand: ParsableCommand {
             return
         }
         var cells = [["STARTED (UTC)", "AGENT", "MODEL", "STOP", "STEPS", "CALLS", "TOKENS", "COST $", "STATUS", "REPLAY"]]
+        var changed: [String] = []
         for row in rows {
+            // A row is what the log held when it was indexed: one whose file differs now says so.
+            var status = row.status.rawValue
+            switch row.file {
+            case .changed?:
+                status += " (file changed)"
+                changed.append(row.path)
+            case .vanished? where row.status != .vanished:
+                status += " (file gone)"
+            default: break
+            }
             var stop = row.stopReason ?? "running"
             if let limit = row.limit { stop += " (\(limit))" }
             let agent = (row.agent ?? "?") + (row.forkedFrom.map { " (fork of \($0) at \(row.forkStep ?? 0))" } ?? "")
             cells.append([
                 utcTime(row.startedAtUs), agent, row.model ?? "?", stop, "\(row.steps)",
                 "\(row.executedCalls)" + (row.deniedCalls > 0 ? "+\(row.deniedCalls)d" : ""), "\(row.tokens)",
-                String(format: "%.4f", row.costUSD), row.status.rawValue, EvalReport.replayCommand(log: displayPath(row.path), step: nil),
+                String(format: "%.4f", row.costUSD), status, EvalReport.replayCommand(log: displayPath(row.path), step: nil),
             ])
         }
         for line in table(cells) { say(line) }
+        if !changed.isEmpty {
+            let logs = changed.prefix(3).map { ShellWords.quoted(displayPath($0)) }.joined(separator: " ") + (changed.count > 3 ? " …" : "")
+            say(
+                "(file changed): the log changed since it was indexed, so its row (and the filters it matched) "
+                    + "is of its older bytes; `agent-eval index \(logs)` reads it again")
+        }
         if rows.count == limit { say("(the first \(limit); --limit N for more)") }
     }
 }
