@@ -14,7 +14,10 @@ public import TraceCore
 /// member names (`api_key`, `password`, …) wherever they appear in event data; and common key
 /// patterns (`patterns`), always on.
 public struct Redactor: Sendable, Hashable {
-    /// Secrets known by value, with the rule that names them.
+    /// Secrets known by value, with the rule that names them, as they were given.
+    private var declared: [(rule: String, secret: String)]
+    /// What is replaced by value: `declared` and their base64 forms (`encodedForms`), the
+    /// longest first (a secret that holds another is replaced whole).
     private var values: [(rule: String, secret: String)]
     /// Member names whose string values are secret wherever they appear: `defaultMemberNames`
     /// and those the caller declared.
@@ -59,10 +62,8 @@ public struct Redactor: Sendable, Hashable {
                 if isDeclared || isGuessed { values.append(("env:\(name)", value)) }
             }
         }
-        // The longest first: a secret that holds another is replaced whole.
-        self.values = values.enumerated().sorted { a, b in
-            a.element.secret.count != b.element.secret.count ? a.element.secret.count > b.element.secret.count : a.offset < b.offset
-        }.map(\.element)
+        declared = values
+        self.values = Self.replacedByValue(values)
         self.memberNames = Self.defaultMemberNames + memberNames.filter { !Self.defaultMemberNames.contains($0) }
         key = Array((environment["AGENT_EVAL_REDACTION_KEY"] ?? "agent-eval-redaction-v1").utf8)
         needles = Self.needles(values: self.values, memberNames: self.memberNames)
@@ -137,16 +138,55 @@ public struct Redactor: Sendable, Hashable {
     public func adding(_ secrets: [String], rule: String) -> Redactor {
         var copy = self
         var changed = false
-        for secret in secrets where secret.count >= Self.minimumDeclaredLength && !copy.values.contains(where: { $0.secret == secret }) {
-            copy.values.append((rule, secret))
+        for secret in secrets where secret.count >= Self.minimumDeclaredLength && !copy.declared.contains(where: { $0.secret == secret }) {
+            copy.declared.append((rule, secret))
             changed = true
         }
         guard changed else { return self }
-        copy.values = copy.values.enumerated().sorted { a, b in
-            a.element.secret.count != b.element.secret.count ? a.element.secret.count > b.element.secret.count : a.offset < b.offset
-        }.map(\.element)
+        copy.values = Self.replacedByValue(copy.declared)
         copy.needles = Self.needles(values: copy.values, memberNames: copy.memberNames)
         return copy
+    }
+
+    /// The secrets replaced by value: each of `declared`, and each one's base64 forms
+    /// (`encodedForms`) under `<rule>:base64`; the longest first, so that a secret that holds
+    /// another is replaced whole, and of equal lengths in the order given.
+    static func replacedByValue(_ declared: [(rule: String, secret: String)]) -> [(rule: String, secret: String)] {
+        var all = declared
+        for (rule, secret) in declared {
+            for form in encodedForms(of: secret) where !all.contains(where: { $0.secret == form }) {
+                all.append(("\(rule):base64", form))
+            }
+        }
+        return all.enumerated().sorted { a, b in
+            a.element.secret.count != b.element.secret.count ? a.element.secret.count > b.element.secret.count : a.offset < b.offset
+        }.map(\.element)
+    }
+
+    /// The shortest secret whose base64 forms are replaced too.
+    static let minimumEncodedLength = 8
+
+    /// What `secret` looks like inside base64 text (standard and URL-safe): a tool or a model
+    /// that echoes a key encoded, or an `Authorization: Basic` value of `user:key`, holds it
+    /// still. The secret may begin at any of the three places of a 3-byte group, so there are
+    /// three forms of each alphabet; each is the run of characters the secret's bytes alone
+    /// decide, without the one or two at either end that the bytes around it share.
+    static func encodedForms(of secret: String) -> [String] {
+        let bytes = Array(secret.utf8)
+        guard bytes.count >= minimumEncodedLength else { return [] }
+        var forms: [String] = []
+        for before in 0..<3 {
+            let encoded = Array((Data(repeating: 0, count: before) + Data(bytes)).base64EncodedString().utf8)
+            // Character i holds bits 6i ..< 6i + 6 of the bytes: the secret's alone from the
+            // first that starts at or after its first bit to the last that ends by its last.
+            let first = (8 * before + 5) / 6
+            let end = 8 * (before + bytes.count) / 6
+            guard end - first >= minimumEncodedLength else { continue }
+            let standard = String(decoding: encoded[first..<end], as: UTF8.self)
+            let urlSafe = String(standard.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
+            for form in [standard, urlSafe] where !forms.contains(form) { forms.append(form) }
+        }
+        return forms
     }
 
     /// Member names whose string values every redactor replaces, declared or not: names that

@@ -291,6 +291,41 @@ struct RedactorTests {
         #expect(Redactor.standard.redact(#"{"password":"hunter2-secret"}"#)?.contains("[redacted:member:password:") == true)
     }
 
+    @Test("a known secret echoed in base64 (standard or URL-safe, at any place in the encoded text, in a Basic credential) is replaced too")
+    func encodedSecrets() throws {
+        let key = "sk-live-7Hq2Zr9Wm4Xc1Vb8Nt6Lp3Ks"
+        let redactor = Redactor(environmentNames: ["SERVICE_KEY"], environment: ["SERVICE_KEY": key])
+        // The key after 0, 1 and 2 bytes of other text: each place in a 3-byte group; then a
+        // Basic credential of user:key, and the URL-safe alphabet (a key whose encoding has + or /).
+        for prefix in ["", "a", "ab", "user:", "curl -u admin:"] {
+            let encoded = Data((prefix + key + " trailing").utf8).base64EncodedString()
+            let text = "the tool printed \(encoded) and stopped"
+            let written = redactor.redactText(text)
+            #expect(written.contains("[redacted:env:SERVICE_KEY:base64:"), "\(prefix): \(written)")
+            // No run of the key's own characters is left: only those it shares with the text around it.
+            for form in Redactor.encodedForms(of: key) { #expect(!written.contains(form.prefix(8)), "\(form): \(written)") }
+            // In an encoded event, too, and the fast test sees it.
+            let line = String(decoding: JSONWriter.encode(["output": .string(text)]), as: UTF8.self)
+            #expect(redactor.mayRedact(Array(line.utf8)))
+            let redacted = try #require(redactor.redact(line))
+            #expect(!redacted.contains(String(encoded.dropFirst(4).prefix(20))), "\(redacted)")
+        }
+        let urlSafeKey = "k>>>?key-with-bits-that-encode-to-slashes???"
+        let urlSafe = Redactor(environmentNames: ["K"], environment: ["K": urlSafeKey])
+        let standard = Data(urlSafeKey.utf8).base64EncodedString()
+        #expect(standard.contains("+") || standard.contains("/"))
+        let safe = standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        for text in [standard, safe] { #expect(urlSafe.redactText(text).contains("[redacted:env:K:base64:"), "\(text)") }
+        // Text that holds no encoding of the key keeps its bytes, and a short secret has no forms.
+        #expect(
+            redactor.redactText("an ordinary reply, with base64 of something else: aGVsbG8gd29ybGQ=")
+                == "an ordinary reply, with base64 of something else: aGVsbG8gd29ybGQ=")
+        #expect(Redactor.encodedForms(of: "short").isEmpty)
+        // Learned while writing (a recorded request's header values), the same.
+        let learned = Redactor(environment: [:]).adding([key], rule: "header:authorization")
+        #expect(learned.redactText(Data(("x" + key).utf8).base64EncodedString()).contains("[redacted:header:authorization:base64:"))
+    }
+
     @Test("a secret that holds another is replaced whole, whatever order the names come in")
     func overlappingSecrets() {
         let redactor = Redactor(
