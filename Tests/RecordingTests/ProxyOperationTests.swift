@@ -24,14 +24,18 @@ struct ProxyOperationTests {
         .judge(
             proxy: 2, name: "refund", arguments: [:], params: ["name": "refund", "requestState": "s"], waiting: 0,
             refusal: PolicyDecision(.deny, reason: "continues no call", rule: "mcp.continuation")),
-        .store(proxy: 3, message: #"{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage"}"#),
-        .store(proxy: 3, message: #"{"call_id":"mcp-1","round":1}"#, mediaType: ProxyGate.roundMediaType),
+        .store(proxy: 3, message: Array(#"{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage"}"#.utf8)),
+        .store(proxy: 3, message: Array(#"{"call_id":"mcp-1","round":1}"#.utf8), mediaType: ProxyGate.roundMediaType),
+        // A client's line that is not UTF-8 (refused, kept as it came): byte for byte, not U+FFFD.
+        .store(proxy: 3, message: [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D, 0xC3], mediaType: ProxyGate.unreadableMediaType),
     ]
 
     @Test("every operation reads back from its JSON as it was sent")
     func roundTrip() throws {
         for operation in Self.operations {
-            #expect(try ProxyOperation(json: operation.json) == operation, "\(JSONWriter.encodeString(operation.json))")
+            // Through the JSON text the gateway's HTTP body is, as the proxy sends it.
+            let body = JSONWriter.encode(operation.json)
+            #expect(try ProxyOperation(json: JSONParser.parse(body)) == operation, "\(String(decoding: body, as: UTF8.self))")
         }
     }
 
@@ -47,6 +51,7 @@ struct ProxyOperationTests {
                 "complete needs status (ok, refused or error)"
             ),
             (["op": "forget", "proxy": 1], "agent-eval record's gateway does not know the proxy operation \"forget\""),
+            (["op": "store", "proxy": 1, "message_base64": "not base64!"], "store's message_base64 is not base64"),
         ]
         for (body, message) in cases {
             #expect(throws: ProxyOperation.Refused(message: message)) { try ProxyOperation(json: body) }

@@ -267,8 +267,7 @@ actor RemoteProxyLog: ProxyLog {
     }
 
     func store(_ bytes: [UInt8], mediaType: String) async throws {
-        let message = String(decoding: bytes, as: UTF8.self)
-        try Self.check(await send { .store(proxy: $0, message: message, mediaType: mediaType) })
+        try Self.check(await send { .store(proxy: $0, message: bytes, mediaType: mediaType) })
     }
 
     func finish(_ stop: RunStopped) {}

@@ -26,8 +26,9 @@ enum ProxyOperation: Sendable, Equatable {
     case complete(proxy: Int, callId: String, tool: String, status: ToolStatus, output: JSONValue?, error: String?, durationUs: Int)
     /// What the proxy keeps as it came: a request the server sent the client (sampling,
     /// elicitation; `ProxyGate.serverRequestMediaType`, the default) or a round of a
-    /// multi-round call (`ProxyGate.roundMediaType`).
-    case store(proxy: Int, message: String, mediaType: String = ProxyGate.serverRequestMediaType)
+    /// multi-round call (`ProxyGate.roundMediaType`), or a line that is no JSON
+    /// (`ProxyGate.unreadableMediaType`): its bytes as they came, which need not be UTF-8.
+    case store(proxy: Int, message: [UInt8], mediaType: String = ProxyGate.serverRequestMediaType)
 
     /// A body that is not an operation: what is wrong with it, in a sentence.
     struct Refused: Error, Equatable {
@@ -92,7 +93,12 @@ enum ProxyOperation: Sendable, Equatable {
             object.set("duration_us", durationUs)
         case .store(_, let message, let mediaType):
             object.set("op", "store")
-            object.set("message", message)
+            // Bytes that are not UTF-8 go as base64: a JSON string would hold U+FFFD in their place.
+            if let text = String(validating: message, as: UTF8.self) {
+                object.set("message", text)
+            } else {
+                object.set("message_base64", Base64.encode(message))
+            }
             object.set("media_type", mediaType)
         }
         return object.json
@@ -148,9 +154,16 @@ enum ProxyOperation: Sendable, Equatable {
                 proxy: proxy, callId: callId, tool: tool, status: status, output: json["output"], error: json["error"]?.stringValue,
                 durationUs: json["duration_us"]?.intValue ?? 0)
         case "store":
-            self = .store(
-                proxy: proxy, message: json["message"]?.stringValue ?? "",
-                mediaType: json["media_type"]?.stringValue ?? ProxyGate.serverRequestMediaType)
+            let message: [UInt8]
+            if let encoded = json["message_base64"] {
+                guard let text = encoded.stringValue, let bytes = Base64.decode(text) else {
+                    throw Refused(message: "store's message_base64 is not base64")
+                }
+                message = bytes
+            } else {
+                message = Array((json["message"]?.stringValue ?? "").utf8)
+            }
+            self = .store(proxy: proxy, message: message, mediaType: json["media_type"]?.stringValue ?? ProxyGate.serverRequestMediaType)
         default:
             throw Refused(message: "agent-eval record's gateway does not know the proxy operation \"\(op)\"")
         }

@@ -58,7 +58,7 @@ extension ExchangeRecorder {
                 if case .store(_, let message, ProxyGate.serverRequestMediaType) = operation, state.recorder == nil {
                     // Before the first model answer: kept until the run begins, so its start still
                     // names the goal, model and tools of that answer.
-                    state.proxying.earlyServerRequests.append(Array(message.utf8))
+                    state.proxying.earlyServerRequests.append(message)
                     return ["ok": true]
                 }
                 // The run begins with the first model answer; a proxy call before any makes it.
@@ -102,7 +102,7 @@ extension ExchangeRecorder {
                         callId: callId, tool: tool, status: edited?.status ?? status, output: edited.map(\.output) ?? output,
                         error: edited.map(\.error) ?? error, durationUs: durationUs, on: recorder)
                 case .store(_, let message, let mediaType):
-                    try gate.store(Array(message.utf8), mediaType: mediaType, on: recorder)
+                    try gate.store(message, mediaType: mediaType, on: recorder)
                 }
                 return ["ok": true]
             } catch {
