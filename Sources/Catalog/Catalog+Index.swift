@@ -17,20 +17,17 @@ public struct IndexSummary: Sendable {
 
 extension Catalog {
     /// The logs `paths` name: files as given, directories searched recursively for
-    /// `*.jsonl.gz` (hidden entries skipped), and globs in the last component. Sorted, without
-    /// duplicates. Throws for a path that matches nothing.
+    /// `*.jsonl.gz` (hidden entries skipped), and globs (`Glob.paths(matching:)`: in any part,
+    /// `**` for any number of folders). Sorted, without duplicates. Throws for a path that
+    /// matches nothing.
     public static func findLogs(_ paths: [String]) throws(CatalogError) -> [String] {
         var found = Set<String>()
         for path in paths {
-            let name = (path as NSString).lastPathComponent
             var isDirectory: ObjCBool = false
-            if !Glob(name).isLiteral {
-                let directory = (path as NSString).deletingLastPathComponent
-                let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)) ?? []
-                let matches = entries.filter { Glob(name).matches($0) && !$0.hasPrefix(".") }
+            if Glob.isPathPattern(path) {
+                let matches = Glob.paths(matching: path)
                 if matches.isEmpty { throw missing(path) }
-                for entry in matches {
-                    let full = directory.isEmpty ? entry : directory + "/" + entry
+                for full in matches {
                     if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), isDirectory.boolValue {
                         found.formUnion(logs(under: full))
                     } else {

@@ -308,19 +308,50 @@ struct RunCommandTests {
         }
     }
 
-    @Test("a logs: pattern with a glob in a folder part matches nothing, and the hint says a glob matches a path's last part only")
+    @Test(
+        "a logs: pattern globs folders too: * within one part, ** any number of folders; hidden names and links to folders are not walked")
     func globInAFolder() async throws {
         try await TemporaryDirectory.with { directory in
-            try FileManager.default.createDirectory(atPath: directory.path("runs/a"), withIntermediateDirectories: true)
-            try FileManager.default.copyItem(
-                atPath: ExampleRuns.fixtures.appendingPathComponent("runs/support-refund.jsonl.gz").path,
-                toPath: directory.path("runs/a/x.jsonl.gz"))
-            try "caseId: folders\nlogs: runs/*/x.jsonl.gz\nexpected:\n  stopReason: success\n".write(
-                toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
-            let result = try await agentEval(["run", "case.yaml", "--no-catalog"], in: directory.url)
-            #expect(result.status == 2, "\(result.stdoutText)\(result.stderr)")
-            #expect(result.stderr.contains("no log matches runs/*/x.jsonl.gz"), "\(result.stderr)")
-            #expect(result.stderr.contains("a glob matches names in the last part of a path only"), "\(result.stderr)")
+            // A different run in each place (one run in two files is refused as counted twice).
+            for (path, fixture) in [
+                ("runs/a/x.jsonl.gz", "runs/support-refund"), ("runs/b/x.jsonl.gz", "samples/support-sample"),
+                ("runs/b/deep/y.jsonl.gz", "runs/research-budget"), ("runs/.hidden/x.jsonl.gz", "samples/research-sample"),
+                ("outside/z.jsonl.gz", "samples/research-sample"),
+            ] {
+                try FileManager.default.createDirectory(
+                    atPath: directory.path((path as NSString).deletingLastPathComponent), withIntermediateDirectories: true)
+                try FileManager.default.copyItem(
+                    atPath: ExampleRuns.fixtures.appendingPathComponent(fixture + ".jsonl.gz").path, toPath: directory.path(path))
+            }
+            // A link to a folder: `*` follows it as a name; `**` does not walk through it.
+            try FileManager.default.createSymbolicLink(atPath: directory.path("runs/b/out"), withDestinationPath: directory.path("outside"))
+            func logs(_ pattern: String) async throws -> (status: Int32, logs: [String], stderr: String) {
+                try "caseId: folders\nlogs: \(pattern)\nexpected:\n  stopReason: success\n".write(
+                    toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
+                let result = try await agentEval(["run", "case.yaml", "--no-catalog", "--json"], in: directory.url)
+                let report = try? JSONParser.parse(result.stdout)
+                let runs = report?["cases"]?.arrayValue?.first?["runs"]?.arrayValue ?? []
+                let names = runs.compactMap { $0["log"]?.stringValue }.map { String($0.drop { $0 != "r" && $0 != "o" }) }
+                return (result.status, names.sorted(), result.stderr)
+            }
+            let star = try await logs("runs/*/x.jsonl.gz")
+            // Each log checked (passed or failed, not "could not run").
+            #expect(star.status != 2 && star.logs == ["runs/a/x.jsonl.gz", "runs/b/x.jsonl.gz"], "\(star)")
+            let deep = try await logs("runs/**/*.jsonl.gz")
+            #expect(deep.status != 2 && deep.logs == ["runs/a/x.jsonl.gz", "runs/b/deep/y.jsonl.gz", "runs/b/x.jsonl.gz"], "\(deep)")
+            let below = try await logs("runs/b/**")
+            #expect(below.logs == ["runs/b/deep/y.jsonl.gz", "runs/b/x.jsonl.gz"], "\(below)")
+            let linked = try await logs("runs/b/*/z.jsonl.gz")
+            #expect(linked.logs == ["runs/b/out/z.jsonl.gz"], "\(linked)")
+            let none = try await logs("runs/*/none.jsonl.gz")
+            #expect(none.status == 2 && none.stderr.contains("no log matches runs/*/none.jsonl.gz"), "\(none)")
+            // index reads the same patterns.
+            let catalog = ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")]
+            let indexed = try await agentEval(["index", "runs/**/*.jsonl.gz", "--json"], in: directory.url, environment: catalog)
+            #expect(indexed.status == 0, "\(indexed.stderr)")
+            let listed = try await agentEval(["runs", "--json"], in: directory.url, environment: catalog)
+            let paths = (try JSONParser.parse(listed.stdout).arrayValue ?? []).compactMap { $0["path"]?.stringValue }
+            #expect(paths.map { String($0.dropFirst(directory.url.path.count + 1)) }.sorted() == deep.logs, "\(paths)")
         }
     }
 

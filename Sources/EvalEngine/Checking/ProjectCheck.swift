@@ -378,7 +378,7 @@ public struct ProjectCheck: Sendable {
                             in: path, .error,
                             EvalError(
                                 .missingPath, "\(name): no log matches \(pattern)", location: evalCase.location(ofKey: "logs"),
-                                hint: EvalSuite.missingLogsHint([pattern])))
+                                hint: EvalSuite.missingLogsHint))
                     }
                     logs += found
                 }

@@ -129,7 +129,7 @@ public struct EvalRunner: Sendable {
                             error: DiagnosticRecord(
                                 EvalError(
                                     .missingPath, "no log matches \(missing.joined(separator: ", "))",
-                                    location: evalCase.location(ofKey: "logs"), hint: EvalSuite.missingLogsHint(missing)))))
+                                    location: evalCase.location(ofKey: "logs"), hint: EvalSuite.missingLogsHint))))
                 } else {
                     // A log's trajectory is the same every time; its judges' verdicts may not be.
                     let repeats = evalCase.expected.allRubrics.isEmpty || options.repeats == 1 ? [0] : Array(1...options.repeats)

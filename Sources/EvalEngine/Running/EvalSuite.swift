@@ -132,27 +132,17 @@ public enum EvalSuite {
         return hash
     }
 
-    /// What to do about `patterns` that matched no log: where their paths start, and — for one
-    /// whose folder part holds a glob's character (`runs/*/x.jsonl.gz`), which `expand` reads as
-    /// a folder of that name — that a glob matches names in a path's last part only.
-    public static func missingLogsHint(_ patterns: [String]) -> String {
-        let inFolder = patterns.first { pattern in
-            (pattern as NSString).deletingLastPathComponent.contains { "*?[".contains($0) }
-        }
-        if let inFolder {
-            return "a glob matches names in the last part of a path only: the folders of \(inFolder) are taken as named; "
-                + "give one pattern per folder (runs/a/*.jsonl.gz, runs/b/*.jsonl.gz)"
-        }
-        return "paths in logs: start from the case file's folder; record runs with agent-eval exec"
-    }
+    /// What to do about patterns in `logs` that matched no log.
+    public static let missingLogsHint = "paths in logs: start from the case file's folder; record runs with agent-eval exec"
 
-    /// The files a log pattern names: a path, or a glob in its last component (`runs/*.jsonl.gz`).
+    /// The files a log pattern names: a path, or a glob (`Glob.paths(matching:)`: `runs/*.jsonl.gz`,
+    /// `runs/*/run.jsonl.gz`, `runs/**/*.jsonl.gz`). A folder a glob matches is no log; a path
+    /// given as it is is taken as it is (a folder then fails as one, saying so).
     public static func expand(_ pattern: String) -> [String] {
-        let directory = (pattern as NSString).deletingLastPathComponent
-        let name = (pattern as NSString).lastPathComponent
-        let glob = Glob(name)
-        if glob.isLiteral { return FileManager.default.fileExists(atPath: pattern) ? [pattern] : [] }
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)) ?? []
-        return entries.filter { glob.matches($0) && !$0.hasPrefix(".") }.sorted().map { directory.isEmpty ? $0 : directory + "/" + $0 }
+        guard Glob.isPathPattern(pattern) else { return FileManager.default.fileExists(atPath: pattern) ? [pattern] : [] }
+        return Glob.paths(matching: pattern).filter { path in
+            var isFolder: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && !isFolder.boolValue
+        }
     }
 }

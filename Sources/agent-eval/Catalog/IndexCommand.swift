@@ -17,7 +17,7 @@ struct IndexCommand: ParsableCommand, ReadsLogs {
         commandName: "index",
         abstract: "Index logs into the catalog: runs, tool calls, verdicts, approvals, tokens, cost.",
         discussion: """
-            Directories are searched recursively for *.jsonl.gz; globs work in the last path component. A log whose \
+            Directories are searched recursively for *.jsonl.gz; globs work in any part of a path, and ** matches any number of folders (runs/**/support-*.jsonl.gz). A log whose \
             size, modification time and last gzip member are unchanged is not read again; a log that grew on the same \
             prefix (a run still being written, a run resumed after an approval) is read only from its last member on. \
             Logs the catalog knows under a directory given that are gone are marked vanished. With no paths, every log \
