@@ -18,22 +18,26 @@ public struct IndexSummary: Sendable {
 extension Catalog {
     /// The logs `paths` name: files as given, directories searched recursively for
     /// `*.jsonl.gz` (hidden entries skipped), and globs (`Glob.paths(matching:)`: in any part,
-    /// `**` for any number of folders). Sorted, without duplicates. Throws for a path that
-    /// matches nothing.
+    /// `**` for any number of folders; a last part `**` for the logs below). Sorted, without
+    /// duplicates. Throws for a path that matches nothing.
     public static func findLogs(_ paths: [String]) throws(CatalogError) -> [String] {
         var found = Set<String>()
         for path in paths {
             var isDirectory: ObjCBool = false
             if Glob.isPathPattern(path) {
+                // `runs/**` matches every entry below already: its logs, not its other files.
+                let anyDepth = Glob.endsInAnyDepth(path)
                 let matches = Glob.paths(matching: path)
-                if matches.isEmpty { throw missing(path) }
+                var named = Set<String>()
                 for full in matches {
                     if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), isDirectory.boolValue {
-                        found.formUnion(logs(under: full))
-                    } else {
-                        found.insert(absolute(full))
+                        if !anyDepth { named.formUnion(logs(under: full)) }
+                    } else if !anyDepth || full.hasSuffix(".jsonl.gz") {
+                        named.insert(absolute(full))
                     }
                 }
+                if matches.isEmpty || anyDepth && named.isEmpty { throw missing(path) }
+                found.formUnion(named)
             } else if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
                 if isDirectory.boolValue { found.formUnion(logs(under: path)) } else { found.insert(absolute(path)) }
             } else {

@@ -29,8 +29,12 @@ public enum IndexedFileState: String, Sendable, Hashable {
     /// The file holds the bytes the row was read from.
     case asIndexed = "as_indexed"
     /// The file's bytes differ from those the row was read from: the row is of older bytes
-    /// (`agent-eval index` reads the log again).
+    /// (`agent-eval index` reads the log again). Also a row that says `vanished` of a file that
+    /// is there.
     case changed
+    /// The file holds the bytes the row was read from and more after them (a run still being
+    /// written, or resumed): the row holds what the log had then (`index` reads what was added).
+    case grew
     /// No file at the row's path.
     case vanished
     /// The row was indexed last on another machine of a shared catalog (`seen_on`), whose
@@ -70,7 +74,7 @@ extension Catalog {
         for (path, file, isCurrent) in known {
             switch Self.fileState(path: path, file: file, isCurrent: isCurrent) {
             case .vanished: stale.append(StaleLog(path: path, reason: .vanished))
-            case .changed: stale.append(StaleLog(path: path, reason: .changed))
+            case .changed, .grew: stale.append(StaleLog(path: path, reason: .changed))
             case .asIndexed, .elsewhere: break
             }
         }
@@ -90,7 +94,7 @@ extension Catalog {
         {
             return .asIndexed
         }
-        return .changed
+        return file.identity.grew(path, now: stamp) ? .grew : .changed
     }
 
     /// Gives every indexed run the set of tools its `calls` rows show executed (`logs.tool_set`),

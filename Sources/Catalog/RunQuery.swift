@@ -418,13 +418,16 @@ extension RunQuery {
 }
 
 extension Catalog {
-    /// The indexed runs `query` selects, newest first (runs that never started last), each with
-    /// whether its file still holds the bytes it was read from (`RunRow.file`: a `stat` per row,
-    /// and a hash of the whole file where only its modification time changed).
-    public func runs(_ query: RunQuery) throws(CatalogError) -> [RunRow] { try runs(query, shape: nil) }
+    /// The indexed runs `query` selects, newest first (runs that never started last). With
+    /// `looksAtFiles`, each says whether its file still holds the bytes it was read from
+    /// (`RunRow.file`: a `stat` and a read of the 4 KiB tail per row, and a hash of the whole
+    /// file where only its modification time changed), for what shows rows to people.
+    public func runs(_ query: RunQuery, looksAtFiles: Bool = false) throws(CatalogError) -> [RunRow] {
+        try runs(query, shape: nil, looksAtFiles: looksAtFiles)
+    }
 
     /// The runs in a given shape (nil: the one `shape(in:)` chooses); the shapes must agree.
-    func runs(_ query: RunQuery, shape: RunQuery.Shape?) throws(CatalogError) -> [RunRow] {
+    func runs(_ query: RunQuery, shape: RunQuery.Shape?, looksAtFiles: Bool = false) throws(CatalogError) -> [RunRow] {
         let listed = try read { db -> [(RunRow, LogFileRecord?, Bool, Bool)] in
             let toolSets = try query.toolSets(in: db)
             // No set of tools qualifies: no run can.
@@ -465,10 +468,17 @@ extension Catalog {
                 return (listed, record, isCurrent, isElsewhere)
             }
         }
+        guard looksAtFiles else { return listed.map(\.0) }
         // The files are looked at outside the read (no transaction held open meanwhile).
         return listed.map { row, record, isCurrent, isElsewhere in
             var row = row
-            row.file = isElsewhere ? .elsewhere : Self.fileState(path: row.path, file: record, isCurrent: isCurrent)
+            if isElsewhere {
+                row.file = .elsewhere
+            } else {
+                let state = Self.fileState(path: row.path, file: record, isCurrent: isCurrent)
+                // A row that says the log vanished, of a file that is there, is not what the file is.
+                row.file = row.status == .vanished && state != .vanished ? .changed : state
+            }
             return row
         }
     }

@@ -1,5 +1,11 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Shell-style name patterns for config files: `*` matches any run of characters, `?` one
 /// character; everything else matches itself. `delete_*` matches `delete_customer`.
 public struct Glob: Sendable, Hashable, CustomStringConvertible {
@@ -62,52 +68,79 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Glob {
-    /// Whether `pattern` is a path glob (`paths(matching:)`): a part of it holds `*` or `?`.
+    /// Whether `pattern` is a path glob (`paths(matching:)`): a part of it holds `*` or `?`, and
+    /// it does not name an existing path as it is.
     public static func isPathPattern(_ pattern: String) -> Bool {
-        pattern.split(separator: "/").contains { !Glob(String($0)).isLiteral }
+        pattern.split(separator: "/").contains { !Glob(String($0)).isLiteral } && !FileManager.default.fileExists(atPath: pattern)
     }
 
     /// The paths that exist and that `pattern` matches, in path order: `*` and `?` match within
     /// one part of the path (`runs/*.jsonl.gz`, `runs/*/run.jsonl.gz`), and a part that is `**`
-    /// matches any number of folders, none included (`runs/**/*.jsonl.gz`; `runs/**` is every
-    /// entry below `runs`). A glob matches no name that begins with `.`, and `**` does not go
-    /// through a symbolic link to a folder (as a shell's globstar does not: a link back up would
-    /// never end); a part without a glob is taken as it is. Files and folders alike: the caller
-    /// says what it takes.
+    /// matches any number of folders, none included (`runs/**/*.jsonl.gz`); a last part `**` is
+    /// `**/*`, every entry below. A glob matches no name that begins with `.`, and `**` does not
+    /// go through a symbolic link to a folder (as a shell's globstar does not: a link back up
+    /// would never end). The longest start of the pattern that names an existing folder as it is
+    /// is taken as named, glob characters and all (a case file's folder called `proj*` joined to
+    /// the pattern it gives is that folder, not its siblings). Files and folders alike: the
+    /// caller says what it takes.
     public static func paths(matching pattern: String) -> [String] {
-        var parts = pattern.split(separator: "/").map(String.init)
+        var parts: [String] = []
+        for part in pattern.split(separator: "/").map(String.init) where !(part == "**" && parts.last == "**") { parts.append(part) }
         if parts.last == "**" { parts.append("*") }
+        var base = pattern.hasPrefix("/") ? "/" : ""
+        var start = 0
+        while start < parts.count - 1, parts[start] != "**" {
+            let folder = joined(base, parts[start])
+            guard kind(folder, following: true) == S_IFDIR else { break }
+            base = folder
+            start += 1
+        }
         var found = Set<String>()
-        walk(parts[...], under: pattern.hasPrefix("/") ? "/" : "", into: &found)
+        walk(parts[start...], under: base, into: &found)
         return found.sorted()
+    }
+
+    /// Whether the last part of `pattern` is `**` (every entry below): what a reader of logs
+    /// takes as every log below, `*.jsonl.gz`, rather than every file.
+    public static func endsInAnyDepth(_ pattern: String) -> Bool {
+        pattern.split(separator: "/").last == "**"
+    }
+
+    private static func joined(_ base: String, _ name: String) -> String {
+        base.isEmpty ? name : base.hasSuffix("/") ? base + name : base + "/" + name
+    }
+
+    /// The file type bits (`S_IFMT`) of `path`, of what a link leads to when `following`; nil
+    /// when there is nothing there.
+    private static func kind(_ path: String, following: Bool) -> mode_t? {
+        var status = stat()
+        guard (following ? stat(path, &status) : lstat(path, &status)) == 0 else { return nil }
+        return status.st_mode & S_IFMT
     }
 
     /// Adds to `found` the paths under `base` ("" for the working folder) that `parts` match.
     private static func walk(_ parts: ArraySlice<String>, under base: String, into found: inout Set<String>) {
-        func joined(_ name: String) -> String { base.isEmpty ? name : base.hasSuffix("/") ? base + name : base + "/" + name }
         func entries() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: base.isEmpty ? "." : base)) ?? []).filter { !$0.hasPrefix(".") }
         }
         guard let part = parts.first else {
-            if !base.isEmpty, FileManager.default.fileExists(atPath: base) { found.insert(base) }
+            if !base.isEmpty, kind(base, following: true) != nil { found.insert(base) }
             return
         }
         let rest = parts.dropFirst()
         if part == "**" {
             // None: the rest here. Then each folder below, one level at a time (not through links).
             walk(rest, under: base, into: &found)
-            for name in entries() {
-                let path = joined(name)
-                let kind = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType
-                if kind == .typeDirectory { walk(parts, under: path, into: &found) }
+            for name in entries() where kind(joined(base, name), following: false) == S_IFDIR {
+                walk(parts, under: joined(base, name), into: &found)
             }
             return
         }
         let glob = Glob(part)
         if glob.isLiteral {
-            walk(rest, under: joined(part), into: &found)
+            walk(rest, under: joined(base, part), into: &found)
             return
         }
-        for name in entries() where glob.matches(name) { walk(rest, under: joined(name), into: &found) }
+        for name in entries() where glob.matches(name) { walk(rest, under: joined(base, name), into: &found) }
     }
 }

@@ -217,7 +217,7 @@ final class WebHandler: HTTPRequestHandling {
 
     /// The page of rows the query asks for, and the cursor after them when there are more.
     private func runs(_ query: RunQuery) async throws(CatalogError) -> (rows: [JSONValue], next: String?) {
-        let rows = try await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(query) }
+        let rows = try await state.catalog.work { catalog throws(CatalogError) in try catalog.runs(query, looksAtFiles: true) }
         let shown = Array(rows.prefix(query.limit - 1))
         let next = rows.count >= query.limit ? shown.last.map { RunQuery.Cursor(after: $0).text } : nil
         return (shown.map(Self.row), next)

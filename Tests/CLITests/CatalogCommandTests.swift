@@ -183,7 +183,7 @@ struct CatalogCommandTests {
         }
     }
 
-    @Test("runs says which rows are of a log that changed or went since it was indexed, instead of listing them as the file is")
+    @Test("runs says which rows are of a log that changed, grew or went since it was indexed, instead of listing them as the file is")
     func runsLooksAtTheFiles() async throws {
         try await CLISandbox.with { sandbox in
             let root = sandbox.directory.url
@@ -191,7 +191,7 @@ struct CatalogCommandTests {
             let logs = sandbox.directory.path("logs")
             try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
             let fixtures = repositoryRoot.path + "/Fixtures/runs"
-            for name in ["edited", "removed", "touched"] {
+            for name in ["edited", "removed", "touched", "grown"] {
                 try FileManager.default.copyItem(atPath: fixtures + "/support-refund.jsonl.gz", toPath: "\(logs)/\(name).jsonl.gz")
             }
             #expect(try await agentEval(["index", "logs"], in: root, environment: environment).status == 0)
@@ -204,30 +204,42 @@ struct CatalogCommandTests {
                 }
                 return files
             }
-            #expect(
-                try await files() == ["edited.jsonl.gz": "as_indexed", "removed.jsonl.gz": "as_indexed", "touched.jsonl.gz": "as_indexed"])
+            func expected(_ edited: String, _ removed: String, _ touched: String, _ grown: String) -> [String: String] {
+                ["edited.jsonl.gz": edited, "removed.jsonl.gz": removed, "touched.jsonl.gz": touched, "grown.jsonl.gz": grown]
+            }
+            #expect(try await files() == expected("as_indexed", "as_indexed", "as_indexed", "as_indexed"))
 
-            // Another run's bytes where the refund was; one log removed; one given a new time only.
+            // Another run's bytes where the refund was; one log removed; one given a new time only;
+            // one with more bytes after the same ones, as a run still being written adds them.
             try FileManager.default.removeItem(atPath: logs + "/edited.jsonl.gz")
             try FileManager.default.copyItem(atPath: fixtures + "/research-budget.jsonl.gz", toPath: logs + "/edited.jsonl.gz")
             try FileManager.default.removeItem(atPath: logs + "/removed.jsonl.gz")
             try FileManager.default.setAttributes(
                 [.modificationDate: Date().addingTimeInterval(3600)], ofItemAtPath: logs + "/touched.jsonl.gz")
-            #expect(try await files() == ["edited.jsonl.gz": "changed", "removed.jsonl.gz": "vanished", "touched.jsonl.gz": "as_indexed"])
+            let grown = try #require(FileHandle(forWritingAtPath: logs + "/grown.jsonl.gz"))
+            try grown.seekToEnd()
+            try grown.write(contentsOf: try Data(contentsOf: URL(fileURLWithPath: fixtures + "/research-budget.jsonl.gz")).prefix(64))
+            try grown.close()
+            #expect(try await files() == expected("changed", "vanished", "as_indexed", "grew"))
             // The table: the filter matched the refund the edited file no longer holds, and says so.
             let table = try await agentEval(["runs", "--tool", "refund_order"], in: root, environment: environment)
             let lines = table.stdoutText.split(separator: "\n").map(String.init)
             #expect(lines.contains { $0.contains("edited.jsonl.gz") && $0.contains("intact (file changed)") }, "\(table.stdoutText)")
             #expect(lines.contains { $0.contains("removed.jsonl.gz") && $0.contains("intact (file gone)") }, "\(table.stdoutText)")
             #expect(lines.contains { $0.contains("touched.jsonl.gz") && $0.contains("intact ") && !$0.contains("(file") })
+            #expect(lines.contains { $0.contains("grown.jsonl.gz") && $0.contains("intact (file grew)") }, "\(table.stdoutText)")
             #expect(table.stdoutText.contains("`agent-eval index logs/edited.jsonl.gz` reads it again"), "\(table.stdoutText)")
+            #expect(table.stdoutText.contains("`agent-eval index logs/grown.jsonl.gz` reads what it added"), "\(table.stdoutText)")
 
-            // Indexed again: the rows are of the files as they are.
-            #expect(try await agentEval(["index", "logs"], in: root, environment: environment).status == 0)
-            #expect(
-                try await files() == ["edited.jsonl.gz": "as_indexed", "removed.jsonl.gz": "vanished", "touched.jsonl.gz": "as_indexed"])
+            // Indexed again: the rows are of the files as they are (the grown log's added bytes are
+            // no event: it is read as damaged from there).
+            #expect(try await agentEval(["index", "logs"], in: root, environment: environment).status != 2)
+            #expect(try await files() == expected("as_indexed", "vanished", "as_indexed", "as_indexed"))
             let again = try await agentEval(["runs", "--tool", "refund_order"], in: root, environment: environment)
             #expect(!again.stdoutText.contains("edited.jsonl.gz") && !again.stdoutText.contains("(file"), "\(again.stdoutText)")
+            // A row that says vanished, of a file that is there again, is not what the file is.
+            try FileManager.default.copyItem(atPath: fixtures + "/support-refund.jsonl.gz", toPath: logs + "/removed.jsonl.gz")
+            #expect(try await files()["removed.jsonl.gz"] == "changed")
         }
     }
 

@@ -323,6 +323,8 @@ struct RunCommandTests {
                 try FileManager.default.copyItem(
                     atPath: ExampleRuns.fixtures.appendingPathComponent(fixture + ".jsonl.gz").path, toPath: directory.path(path))
             }
+            // A file that is no log: `**` at the end names the logs below, not every file.
+            try "notes".write(toFile: directory.path("runs/b/README.md"), atomically: true, encoding: .utf8)
             // A link to a folder: `*` follows it as a name; `**` does not walk through it.
             try FileManager.default.createSymbolicLink(atPath: directory.path("runs/b/out"), withDestinationPath: directory.path("outside"))
             func logs(_ pattern: String) async throws -> (status: Int32, logs: [String], stderr: String) {
@@ -331,7 +333,10 @@ struct RunCommandTests {
                 let result = try await agentEval(["run", "case.yaml", "--no-catalog", "--json"], in: directory.url)
                 let report = try? JSONParser.parse(result.stdout)
                 let runs = report?["cases"]?.arrayValue?.first?["runs"]?.arrayValue ?? []
-                let names = runs.compactMap { $0["log"]?.stringValue }.map { String($0.drop { $0 != "r" && $0 != "o" }) }
+                // As given (relative to the case file's folder), or absolute: from its runs/ or outside/ on.
+                let names = runs.compactMap { $0["log"]?.stringValue }.map { log in
+                    ["runs/", "outside/"].compactMap { log.range(of: $0)?.lowerBound }.min().map { String(log[$0...]) } ?? log
+                }
                 return (result.status, names.sorted(), result.stderr)
             }
             let star = try await logs("runs/*/x.jsonl.gz")
@@ -345,6 +350,18 @@ struct RunCommandTests {
             #expect(linked.logs == ["runs/b/out/z.jsonl.gz"], "\(linked)")
             let none = try await logs("runs/*/none.jsonl.gz")
             #expect(none.status == 2 && none.stderr.contains("no log matches runs/*/none.jsonl.gz"), "\(none)")
+            // A case in a folder whose name holds a glob's character: its folder as named, not its siblings.
+            try FileManager.default.createDirectory(atPath: directory.path("proj*/runs"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory.path("projB/runs"), withIntermediateDirectories: true)
+            for (folder, fixture) in [("proj*", "runs/support-refund"), ("projB", "runs/research-budget")] {
+                try FileManager.default.copyItem(
+                    atPath: ExampleRuns.fixtures.appendingPathComponent(fixture + ".jsonl.gz").path,
+                    toPath: directory.path("\(folder)/runs/run.jsonl.gz"))
+            }
+            try "caseId: starred\nlogs: runs/*.jsonl.gz\nexpected:\n  stopReason: success\n".write(
+                toFile: directory.path("proj*/case.yaml"), atomically: true, encoding: .utf8)
+            let starred = try await agentEval(["run", "proj*/case.yaml", "--no-catalog"], in: directory.url)
+            #expect(starred.status == 0 && starred.stdoutText.contains("starred  (1 log)"), "\(starred.stdoutText)\(starred.stderr)")
             // index reads the same patterns.
             let catalog = ["AGENT_EVAL_CATALOG": directory.path("catalog.sqlite")]
             let indexed = try await agentEval(["index", "runs/**/*.jsonl.gz", "--json"], in: directory.url, environment: catalog)

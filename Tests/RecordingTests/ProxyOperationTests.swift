@@ -52,6 +52,7 @@ struct ProxyOperationTests {
             ),
             (["op": "forget", "proxy": 1], "agent-eval record's gateway does not know the proxy operation \"forget\""),
             (["op": "store", "proxy": 1, "message_base64": "not base64!"], "store's message_base64 is not base64"),
+            (["op": "store", "proxy": 1], "store needs message or message_base64"),
         ]
         for (body, message) in cases {
             #expect(throws: ProxyOperation.Refused(message: message)) { try ProxyOperation(json: body) }

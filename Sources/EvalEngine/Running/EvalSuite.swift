@@ -136,13 +136,16 @@ public enum EvalSuite {
     public static let missingLogsHint = "paths in logs: start from the case file's folder; record runs with agent-eval exec"
 
     /// The files a log pattern names: a path, or a glob (`Glob.paths(matching:)`: `runs/*.jsonl.gz`,
-    /// `runs/*/run.jsonl.gz`, `runs/**/*.jsonl.gz`). A folder a glob matches is no log; a path
-    /// given as it is is taken as it is (a folder then fails as one, saying so).
+    /// `runs/*/run.jsonl.gz`, `runs/**/*.jsonl.gz`; `runs/**` is every `*.jsonl.gz` below `runs`).
+    /// A folder a glob matches is no log; a path given as it is is taken as it is (a folder then
+    /// fails as one, saying so).
     public static func expand(_ pattern: String) -> [String] {
         guard Glob.isPathPattern(pattern) else { return FileManager.default.fileExists(atPath: pattern) ? [pattern] : [] }
+        let logsOnly = Glob.endsInAnyDepth(pattern)
         return Glob.paths(matching: pattern).filter { path in
             var isFolder: ObjCBool = false
             return FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && !isFolder.boolValue
+                && (!logsOnly || path.hasSuffix(".jsonl.gz"))
         }
     }
 }

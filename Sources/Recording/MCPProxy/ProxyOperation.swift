@@ -160,8 +160,10 @@ enum ProxyOperation: Sendable, Equatable {
                     throw Refused(message: "store's message_base64 is not base64")
                 }
                 message = bytes
+            } else if let text = json["message"]?.stringValue {
+                message = Array(text.utf8)
             } else {
-                message = Array((json["message"]?.stringValue ?? "").utf8)
+                throw Refused(message: "store needs message or message_base64")
             }
             self = .store(proxy: proxy, message: message, mediaType: json["media_type"]?.stringValue ?? ProxyGate.serverRequestMediaType)
         default:

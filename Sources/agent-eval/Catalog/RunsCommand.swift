@@ -26,8 +26,8 @@ struct RunsCommand: ParsableCommand {
 
             A row is what the log held when it was indexed. Each row's file is looked at as it is listed: STATUS says \
             "(file changed)" for a log whose bytes changed since (the row, and the filters it matched, are of the older \
-            bytes: index it again) and "(file gone)" for one no longer there; --json gives each run's "file": \
-            as_indexed, changed, vanished, or elsewhere (indexed last on another machine of a shared catalog, not \
+            bytes: index it again), "(file grew)" for a run's log still being written, and "(file gone)" for one no \
+            longer there; --json gives each run's "file": as_indexed, changed, grew, vanished, or elsewhere (indexed last on another machine of a shared catalog, not \
             looked at here).
 
             Index logs first (`agent-eval index runs/`; `exec` and `run` index what they write). For questions the \
@@ -59,7 +59,7 @@ struct RunsCommand: ParsableCommand {
         let catalog = try location.open(readOnly: true)
         let rows: [RunRow]
         do {
-            rows = try catalog.runs(query)
+            rows = try catalog.runs(query, looksAtFiles: true)
         } catch {
             throw diagnose(error)
         }
@@ -73,6 +73,7 @@ struct RunsCommand: ParsableCommand {
         }
         var cells = [["STARTED (UTC)", "AGENT", "MODEL", "STOP", "STEPS", "CALLS", "TOKENS", "COST $", "STATUS", "REPLAY"]]
         var changed: [String] = []
+        var grown: [String] = []
         for row in rows {
             // A row is what the log held when it was indexed: one whose file differs now says so.
             var status = row.status.rawValue
@@ -80,6 +81,9 @@ struct RunsCommand: ParsableCommand {
             case .changed?:
                 status += " (file changed)"
                 changed.append(row.path)
+            case .grew?:
+                status += " (file grew)"
+                grown.append(row.path)
             case .vanished? where row.status != .vanished:
                 status += " (file gone)"
             default: break
@@ -94,11 +98,18 @@ struct RunsCommand: ParsableCommand {
             ])
         }
         for line in table(cells) { say(line) }
+        func logs(_ paths: [String]) -> String {
+            paths.prefix(3).map { ShellWords.quoted(displayPath($0)) }.joined(separator: " ") + (paths.count > 3 ? " …" : "")
+        }
         if !changed.isEmpty {
-            let logs = changed.prefix(3).map { ShellWords.quoted(displayPath($0)) }.joined(separator: " ") + (changed.count > 3 ? " …" : "")
             say(
                 "(file changed): the log changed since it was indexed, so its row (and the filters it matched) "
-                    + "is of its older bytes; `agent-eval index \(logs)` reads it again")
+                    + "is of its older bytes; `agent-eval index \(logs(changed))` reads it again")
+        }
+        if !grown.isEmpty {
+            say(
+                "(file grew): the run's log was still being written; its row holds what the log had when it was indexed, "
+                    + "and `agent-eval index \(logs(grown))` reads what it added")
         }
         if rows.count == limit { say("(the first \(limit); --limit N for more)") }
     }
