@@ -19,6 +19,8 @@ public struct Redactor: Sendable, Hashable {
     /// What is replaced by value: `declared` and their base64 forms (`encodedForms`), the
     /// longest first (a secret that holds another is replaced whole).
     private var values: [(rule: String, secret: String)]
+    /// The base64 forms among `values`: looked for again across line breaks (`wrappedForms`).
+    private var encoded: [(rule: String, secret: String)]
     /// Member names whose string values are secret wherever they appear: `defaultMemberNames`
     /// and those the caller declared.
     public var memberNames: [String]
@@ -64,9 +66,10 @@ public struct Redactor: Sendable, Hashable {
         }
         declared = values
         self.values = Self.replacedByValue(values)
+        encoded = Self.encodedValues(values)
         self.memberNames = Self.defaultMemberNames + memberNames.filter { !Self.defaultMemberNames.contains($0) }
         key = Array((environment["AGENT_EVAL_REDACTION_KEY"] ?? "agent-eval-redaction-v1").utf8)
-        needles = Self.needles(values: self.values, memberNames: self.memberNames)
+        needles = Self.needles(values: self.values, encoded: encoded, memberNames: self.memberNames)
     }
 
     /// The redaction every log writer applies unless told otherwise (`LogWriter.Options`): the
@@ -104,9 +107,13 @@ public struct Redactor: Sendable, Hashable {
     }
 
     /// The needles of `values`, `memberNames` and the patterns, grouped by their anchor byte.
-    private static func needles(values: [(rule: String, secret: String)], memberNames: [String]) -> [NeedleGroup] {
+    private static func needles(
+        values: [(rule: String, secret: String)], encoded: [(rule: String, secret: String)], memberNames: [String]
+    ) -> [NeedleGroup] {
         let all =
             values.map { Array(JSONWriter.encodeString(.string($0.secret)).dropFirst().dropLast().utf8) }
+            // Pieces of a base64 form, one of which stands whole where line breaks cut the form.
+            + encoded.flatMap { wrappedPieces(of: Array($0.secret.utf8)) }
             // A member's name, then the quote that ends it (`"name"`) or the backslashes before
             // that quote at any depth of JSON text inside a string (`\"name\"`, `\\\"name\\\"`).
             + memberNames.flatMap { name in
@@ -144,7 +151,8 @@ public struct Redactor: Sendable, Hashable {
         }
         guard changed else { return self }
         copy.values = Self.replacedByValue(copy.declared)
-        copy.needles = Self.needles(values: copy.values, memberNames: copy.memberNames)
+        copy.encoded = Self.encodedValues(copy.declared)
+        copy.needles = Self.needles(values: copy.values, encoded: copy.encoded, memberNames: copy.memberNames)
         return copy
     }
 
@@ -153,14 +161,108 @@ public struct Redactor: Sendable, Hashable {
     /// another is replaced whole, and of equal lengths in the order given.
     static func replacedByValue(_ declared: [(rule: String, secret: String)]) -> [(rule: String, secret: String)] {
         var all = declared
-        for (rule, secret) in declared {
-            for form in encodedForms(of: secret) where !all.contains(where: { $0.secret == form }) {
-                all.append(("\(rule):base64", form))
-            }
-        }
+        for form in encodedValues(declared) where !all.contains(where: { $0.secret == form.secret }) { all.append(form) }
         return all.enumerated().sorted { a, b in
             a.element.secret.count != b.element.secret.count ? a.element.secret.count > b.element.secret.count : a.offset < b.offset
         }.map(\.element)
+    }
+
+    /// The base64 forms of each of `declared` (`encodedForms`), under `<rule>:base64`.
+    static func encodedValues(_ declared: [(rule: String, secret: String)]) -> [(rule: String, secret: String)] {
+        var forms: [(rule: String, secret: String)] = []
+        for (rule, secret) in declared {
+            for form in encodedForms(of: secret) where !forms.contains(where: { $0.secret == form }) {
+                forms.append(("\(rule):base64", form))
+            }
+        }
+        return forms
+    }
+
+    /// The shortest width of a line that wrapped base64 is found across (`base64` and MIME
+    /// write 76 characters a line, PEM 64).
+    static let minimumWrapWidth = 64
+
+    /// Pieces of a base64 form one of which stands whole in any text that holds the form cut by
+    /// line breaks at least `minimumWrapWidth` characters apart: its first and its last half (one
+    /// break leaves one of them whole), and for a form longer than a line, every run of half a
+    /// line at a multiple of half a line (a whole line inside the form holds one).
+    static func wrappedPieces(of form: [UInt8]) -> [[UInt8]] {
+        let half = (form.count + 1) / 2
+        var pieces = [Array(form.prefix(half)), Array(form.suffix(half))]
+        if form.count > minimumWrapWidth {
+            let step = minimumWrapWidth / 2
+            for start in stride(from: 0, through: form.count - step, by: step) { pieces.append(Array(form[start..<start + step])) }
+        }
+        return pieces
+    }
+
+    /// `text` with every base64 form of a known secret that line breaks cut (`base64` wraps its
+    /// output so) replaced by its placeholder, breaks and all; nil when there is none. A break is
+    /// a newline, a carriage return and newline, or either written as an escape at any depth of
+    /// JSON text (`\n`, `\\n`), between two base64 characters. The forms that stand whole were
+    /// replaced already.
+    func redactingWrappedForms(in text: String) -> String? {
+        guard !encoded.isEmpty else { return nil }
+        let bytes = Array(text.utf8)
+        func isBase64(_ byte: UInt8) -> Bool {
+            (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
+                || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
+        /// Where the character `byte` that begins at `position` ends, written as the byte or as an
+        /// escape at any depth (backslashes, then `letter`); nil when it is not there.
+        func end(of byte: UInt8, _ letter: UInt8, at position: Int) -> Int? {
+            guard position < bytes.count else { return nil }
+            if bytes[position] == byte { return position + 1 }
+            var end = position
+            while end < bytes.count, bytes[end] == UInt8(ascii: "\\") { end += 1 }
+            guard end > position, end < bytes.count, bytes[end] == letter else { return nil }
+            return end + 1
+        }
+        /// The length of the break (a newline, or a carriage return and newline) at `index`, or nil.
+        func breakLength(at index: Int) -> Int? {
+            if let newline = end(of: 0x0A, UInt8(ascii: "n"), at: index) { return newline - index }
+            guard let carriage = end(of: 0x0D, UInt8(ascii: "r"), at: index), let newline = end(of: 0x0A, UInt8(ascii: "n"), at: carriage)
+            else { return nil }
+            return newline - index
+        }
+        // The text without the breaks between base64 characters, and where each byte came from.
+        var joined: [UInt8] = []
+        var origin: [Int] = []
+        var index = 0
+        var joinedAny = false
+        while index < bytes.count {
+            if let last = joined.last, isBase64(last), let length = breakLength(at: index), index + length < bytes.count,
+                isBase64(bytes[index + length])
+            {
+                index += length
+                joinedAny = true
+                continue
+            }
+            joined.append(bytes[index])
+            origin.append(index)
+            index += 1
+        }
+        guard joinedAny else { return nil }
+        var replacements: [(range: Range<Int>, with: String)] = []
+        for (rule, form) in encoded {
+            let needle = Array(form.utf8)
+            var from = 0
+            while from + needle.count <= joined.count {
+                guard let at = Self.firstIndex(of: needle, in: joined, from: from) else { break }
+                let range = origin[at]..<origin[at + needle.count - 1] + 1
+                // Cut by a break (a whole one was replaced already), and not inside one replaced.
+                if range.count != needle.count, !replacements.contains(where: { $0.range.overlaps(range) }) {
+                    replacements.append((range, placeholder(form, rule: rule)))
+                }
+                from = at + needle.count
+            }
+        }
+        guard !replacements.isEmpty else { return nil }
+        var result = bytes
+        for replacement in replacements.sorted(by: { $0.range.lowerBound > $1.range.lowerBound }) {
+            result.replaceSubrange(replacement.range, with: Array(replacement.with.utf8))
+        }
+        return String(decoding: result, as: UTF8.self)
     }
 
     /// The shortest secret whose base64 forms are replaced too.
@@ -495,6 +597,7 @@ public struct Redactor: Sendable, Hashable {
         for (rule, secret) in values where !secret.isEmpty && result.contains(secret) {
             result = result.replacingOccurrences(of: secret, with: placeholder(secret, rule: rule))
         }
+        if let unwrapped = redactingWrappedForms(in: result) { result = unwrapped }
         replacePatterns(in: &result)
         return Self.redactingURLPasswords(in: result) { placeholder($0, rule: "url-password") }
     }
@@ -748,6 +851,7 @@ public struct Redactor: Sendable, Hashable {
             let escaped = String(JSONWriter.encodeString(.string(secret)).dropFirst().dropLast())
             if text.contains(escaped) { text = text.replacingOccurrences(of: escaped, with: placeholder(secret, rule: rule)) }
         }
+        if let unwrapped = redactingWrappedForms(in: text) { text = unwrapped }
         for name in memberNames where !Self.isPlainName(name) || text.contains(name) {
             text = redactMember(name, in: text)
         }

@@ -326,6 +326,56 @@ struct RedactorTests {
         #expect(learned.redactText(Data(("x" + key).utf8).base64EncodedString()).contains("[redacted:header:authorization:base64:"))
     }
 
+    @Test(
+        "a known secret in base64 that line breaks cut (base64's 76 columns, PEM's 64, CRLF, escaped at any depth) is replaced across them")
+    func wrappedEncodedSecrets() throws {
+        let key = "sk-live-7Hq2Zr9Wm4Xc1Vb8Nt6Lp3Ks"
+        let long = String(repeating: "Lq9Zx2Wv8Rt6Yp4Nm1Kd7", count: 6)
+        let redactor = Redactor(environmentNames: ["SERVICE_KEY", "LONG_KEY"], environment: ["SERVICE_KEY": key, "LONG_KEY": long])
+        /// `text` as `base64` writes it: wrapped every `width` characters with `separator`.
+        func wrapped(_ text: String, width: Int, separator: String = "\n") -> String {
+            let encoded = Array(Data(text.utf8).base64EncodedString())
+            return stride(from: 0, to: encoded.count, by: width).map { String(encoded[$0..<min($0 + width, encoded.count)]) }
+                .joined(separator: separator)
+        }
+        // `base64 .env`: the key's encoding cut by the first line's end (checked: no form stands whole).
+        let dotEnv = "DATABASE_URL=postgres://localhost/app\nOPENAI_API_KEY=\(key)\nDEBUG=1\n"
+        // PEM's 64 columns cut it when it begins sooner.
+        let shortEnv = "A=1\nOPENAI_API_KEY=\(key)\n"
+        for (file, width, separator) in [(dotEnv, 76, "\n"), (shortEnv, 64, "\r\n"), (dotEnv, 76, "\r\n")] {
+            let output = "$ base64 .env\n" + wrapped(file, width: width, separator: separator) + "\n$ "
+            #expect(Redactor.encodedForms(of: key).allSatisfy { !output.contains($0) }, "the test's key stands whole at \(width)")
+            let written = redactor.redactText(output)
+            #expect(written.contains("[redacted:env:SERVICE_KEY:base64:"), "\(width): \(written)")
+            #expect(written.hasPrefix("$ base64 .env\n") && written.hasSuffix("\n$ "), "\(written)")
+            // In an encoded event (the breaks are `\n` escapes), and a reply kept whole inside it (`\\n`).
+            let inner = String(decoding: JSONWriter.encode(["stdout": .string(output)]), as: UTF8.self)
+            let line = String(decoding: JSONWriter.encode(["output": .string(output), "raw": .string(inner)]), as: UTF8.self)
+            #expect(redactor.mayRedact(Array(line.utf8)), "the fast test sees it")
+            let redacted = try #require(redactor.redact(line))
+            let parsed = try JSONParser.parse(Array(redacted.utf8))
+            for text in [
+                parsed["output"]?.stringValue, try JSONParser.parse(Array((parsed["raw"]?.stringValue ?? "").utf8))["stdout"]?.stringValue,
+            ] {
+                let text = try #require(text)
+                #expect(text.contains("[redacted:env:SERVICE_KEY:base64:"), "\(width): \(text)")
+                // Decoded again, what is left holds no run of the key.
+                let left = text.replacingOccurrences(of: "\r", with: "").split(separator: "\n").filter { !$0.contains("$") }
+                    .joined()
+                #expect(
+                    !left.contains("7Hq2Zr9")
+                        && !String(decoding: Data(base64Encoded: String(left.prefix(20))) ?? Data(), as: UTF8.self).contains(key))
+            }
+        }
+        // A secret longer than a line: cut twice.
+        let longOutput = wrapped("LONG_KEY=" + long + "\n", width: 64)
+        #expect(longOutput.split(separator: "\n").count >= 3)
+        #expect(redactor.redactText(longOutput).contains("[redacted:env:LONG_KEY:base64:"), "\(redactor.redactText(longOutput))")
+        // Wrapped base64 of something else keeps its bytes.
+        let other = wrapped(String(repeating: "nothing secret here, only words. ", count: 5), width: 76)
+        #expect(redactor.redactText(other) == other)
+    }
+
     @Test("a secret that holds another is replaced whole, whatever order the names come in")
     func overlappingSecrets() {
         let redactor = Redactor(
