@@ -83,6 +83,21 @@ struct PostgresCatalogTests {
                 #expect(try postgres.stats(RunQuery()).agents.map(\.runs) == sqlite.stats(RunQuery()).agents.map(\.runs))
                 #expect(try postgres.check().checked == sqlite.check().checked)
 
+                // Each listed row's file, looked at: the same on both stores, every fixture as indexed.
+                var everyRun = RunQuery()
+                everyRun.limit = 500
+                let lookedSQLite = try sqlite.runs(everyRun, looksAtFiles: true)
+                #expect(try postgres.runs(everyRun, looksAtFiles: true) == lookedSQLite)
+                #expect(!lookedSQLite.isEmpty && lookedSQLite.allSatisfy { $0.file == .asIndexed }, "\(lookedSQLite.map(\.file))")
+                // A row another machine of the shared catalog saw last names a file of that machine:
+                // not looked at here (`elsewhere`), while the others still are.
+                let other = try #require(lookedSQLite.first?.path)
+                try postgres.write { db in try db.execute("UPDATE logs SET seen_on = ? WHERE path = ?", ["another-runner", other]) }
+                let shared = try postgres.runs(everyRun, looksAtFiles: true)
+                #expect(shared.first { $0.path == other }?.file == .elsewhere)
+                #expect(shared.filter { $0.path != other }.allSatisfy { $0.file == .asIndexed })
+                try postgres.write { db in try db.execute("UPDATE logs SET seen_on = ? WHERE path = ?", [Catalog.seenOn, other]) }
+
                 let statement = "SELECT tool, COUNT(*) AS calls, SUM(duration_us) AS total FROM calls GROUP BY tool ORDER BY tool"
                 #expect(try postgres.query(statement) == sqlite.query(statement))
                 #expect(try !postgres.plan(Self.queries[1]).isEmpty)
