@@ -1076,7 +1076,14 @@
         el('td', null, run.model || '?'),
         el('td', null, badge(stop, run.stop_reason && goodStops.indexOf(run.stop_reason) >= 0 ? 'ok' : 'warn')),
         el('td', { class: 'num' }, run.steps), el('td', { class: 'num' }, run.executed_calls + (run.denied_calls ? ' +' + run.denied_calls + ' denied' : '')),
-        el('td', { class: 'num' }, run.tokens), el('td', { class: 'num' }, money(run.cost_usd)), el('td', null, run.status));
+        el('td', { class: 'num' }, run.tokens), el('td', { class: 'num' }, money(run.cost_usd)), el('td', null, run.status, fileNote(run)));
+    }
+    // A row is what the log held when it was indexed; one whose file differs now says so
+    // (`file`, as `agent-eval runs` shows it).
+    function fileNote(run) {
+      const notes = { changed: 'file changed since it was indexed', grew: 'file grew since it was indexed' };
+      if (run.file === 'vanished' && run.status !== 'vanished') notes.vanished = 'file gone';
+      return notes[run.file] ? el('span', { class: 'muted file-note' }, ' (' + notes[run.file] + ')') : null;
     }
     function fill(runs) { for (const run of runs) append(body, row(run)); document.body.dataset.runs = String(body.children.length); }
     fill(data.runs || []);
