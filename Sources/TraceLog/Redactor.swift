@@ -19,7 +19,8 @@ public struct Redactor: Sendable, Hashable {
     /// What is replaced by value: `declared` and their base64 forms (`encodedForms`), the
     /// longest first (a secret that holds another is replaced whole).
     private var values: [(rule: String, secret: String)]
-    /// The base64 forms among `values`: looked for again across line breaks (`wrappedForms`).
+    /// The base64 forms among `values`: looked for again across line breaks
+    /// (`redactingWrappedForms`).
     private var encoded: [(rule: String, secret: String)]
     /// Member names whose string values are secret wherever they appear: `defaultMemberNames`
     /// and those the caller declared.
@@ -65,8 +66,8 @@ public struct Redactor: Sendable, Hashable {
             }
         }
         declared = values
-        self.values = Self.replacedByValue(values)
         encoded = Self.encodedValues(values)
+        self.values = Self.replacedByValue(values, encoded: encoded)
         self.memberNames = Self.defaultMemberNames + memberNames.filter { !Self.defaultMemberNames.contains($0) }
         key = Array((environment["AGENT_EVAL_REDACTION_KEY"] ?? "agent-eval-redaction-v1").utf8)
         needles = Self.needles(values: self.values, encoded: encoded, memberNames: self.memberNames)
@@ -150,18 +151,20 @@ public struct Redactor: Sendable, Hashable {
             changed = true
         }
         guard changed else { return self }
-        copy.values = Self.replacedByValue(copy.declared)
         copy.encoded = Self.encodedValues(copy.declared)
+        copy.values = Self.replacedByValue(copy.declared, encoded: copy.encoded)
         copy.needles = Self.needles(values: copy.values, encoded: copy.encoded, memberNames: copy.memberNames)
         return copy
     }
 
-    /// The secrets replaced by value: each of `declared`, and each one's base64 forms
-    /// (`encodedForms`) under `<rule>:base64`; the longest first, so that a secret that holds
-    /// another is replaced whole, and of equal lengths in the order given.
-    static func replacedByValue(_ declared: [(rule: String, secret: String)]) -> [(rule: String, secret: String)] {
+    /// The secrets replaced by value: each of `declared`, and their base64 forms (`encoded`, from
+    /// `encodedValues`); the longest first, so that a secret that holds another is replaced
+    /// whole, and of equal lengths in the order given.
+    static func replacedByValue(
+        _ declared: [(rule: String, secret: String)], encoded: [(rule: String, secret: String)]
+    ) -> [(rule: String, secret: String)] {
         var all = declared
-        for form in encodedValues(declared) where !all.contains(where: { $0.secret == form.secret }) { all.append(form) }
+        for form in encoded where !all.contains(where: { $0.secret == form.secret }) { all.append(form) }
         return all.enumerated().sorted { a, b in
             a.element.secret.count != b.element.secret.count ? a.element.secret.count > b.element.secret.count : a.offset < b.offset
         }.map(\.element)
@@ -278,7 +281,7 @@ public struct Redactor: Sendable, Hashable {
         guard bytes.count >= minimumEncodedLength else { return [] }
         var forms: [String] = []
         for before in 0..<3 {
-            let encoded = Array((Data(repeating: 0, count: before) + Data(bytes)).base64EncodedString().utf8)
+            let encoded = Array(Base64.encode([UInt8](repeating: 0, count: before) + bytes).utf8)
             // Character i holds bits 6i ..< 6i + 6 of the bytes: the secret's alone from the
             // first that starts at or after its first bit to the last that ends by its last.
             let first = (8 * before + 5) / 6
