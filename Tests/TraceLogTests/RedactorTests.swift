@@ -376,6 +376,46 @@ struct RedactorTests {
         #expect(redactor.redactText(other) == other)
     }
 
+    @Test("the slow path's byte searches find a needle wherever it stands, as a search of the text's bytes one by one does")
+    func byteSearches() {
+        /// Whether `needle`'s bytes stand in `text`'s, tried at every place.
+        func reference(_ needle: String, _ text: String) -> Bool {
+            let (needle, text) = (Array(needle.utf8), Array(text.utf8))
+            guard needle.count <= text.count else { return needle.isEmpty }
+            return (0...text.count - needle.count).contains { text[$0..<$0 + needle.count].elementsEqual(needle) }
+        }
+        // Every needle and text of up to 5 characters over a small alphabet (a repeated prefix, an
+        // escape, a character of two bytes), so that hits at the start, at the end, overlapping
+        // and cut off by the text's end all come up.
+        let alphabet = ["a", "b", "\\", "é"]
+        func words(upTo length: Int) -> [String] {
+            var words = [""]
+            var last = [""]
+            for _ in 0..<length {
+                last = last.flatMap { word in alphabet.map { word + $0 } }
+                words += last
+            }
+            return words
+        }
+        let needles = words(upTo: 3)
+        var mismatches: [String] = []
+        for text in words(upTo: 5) {
+            for needle in needles where Redactor.holds(needle, in: text) != reference(needle, text) {
+                mismatches.append("\(needle) in \(text)")
+            }
+        }
+        #expect(mismatches.isEmpty, "holds disagrees: \(mismatches.prefix(10))")
+        // The patterns' literals, as the slow path looks for them before running a pattern.
+        let texts = ["password = hunter22", "  Password: x", "xoxb-123", "nothing here", "PGPASSWORD=abc", "", "é-----BEGIN"]
+        for pattern in Redactor.patterns {
+            for text in texts {
+                #expect(
+                    Redactor.holdsAny(of: pattern.literalNeedles, in: text) == pattern.literals.contains { reference($0, text) },
+                    "\(pattern.rule) in \(text)")
+            }
+        }
+    }
+
     @Test("a secret that holds another is replaced whole, whatever order the names come in")
     func overlappingSecrets() {
         let redactor = Redactor(
