@@ -137,15 +137,20 @@ public struct Redactor: Sendable, Hashable {
     /// `needles` grouped by their anchor byte (each needle's rarest, `commonness`), for
     /// `holdsAny(of:in:)`.
     static func grouped(_ needles: [[UInt8]]) -> [NeedleGroup] {
+        // Groups in the order their anchors first come, needles in theirs, each needle once: found
+        // through a table and a set (a redactor is made per run, with some 300 needles).
         var groups: [NeedleGroup] = []
-        for needle in needles where !needle.isEmpty {
+        var groupOfAnchor = [Int?](repeating: nil, count: 256)
+        var seen = Set<[UInt8]>()
+        for needle in needles where !needle.isEmpty && seen.insert(needle).inserted {
             // The rarest byte, the first of equals.
             var at = 0
             for index in needle.indices where commonness(needle[index]) < commonness(needle[at]) { at = index }
             let anchor = needle[at]
-            if let index = groups.firstIndex(where: { $0.anchor == anchor }) {
-                if !groups[index].needles.contains(where: { $0.bytes == needle }) { groups[index].needles.append((needle, at)) }
+            if let index = groupOfAnchor[Int(anchor)] {
+                groups[index].needles.append((needle, at))
             } else {
+                groupOfAnchor[Int(anchor)] = groups.count
                 groups.append(NeedleGroup(anchor: anchor, needles: [(needle, at)]))
             }
         }
@@ -376,7 +381,12 @@ public struct Redactor: Sendable, Hashable {
     public static func looksSecret(_ name: String) -> Bool {
         let parts = name.uppercased().split(whereSeparator: { $0 == "_" || $0 == "-" || $0 == "." })
         if let last = parts.last, last == "KEY" || last == "KEYS" { return true }
-        return parts.contains { part in secretWords.contains { part.hasSuffix($0) } }
+        return parts.contains { part in
+            secretWords.contains { word in
+                // A suffix compared as bytes (a `Substring`'s generic `hasSuffix` walked both reversed).
+                part.utf8.count >= word.utf8.count && part.utf8.suffix(word.utf8.count).elementsEqual(word.utf8)
+            }
+        }
     }
 
     /// Whether `line` may hold a secret (it holds one of the needles): a byte search — libc's

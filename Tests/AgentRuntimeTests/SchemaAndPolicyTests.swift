@@ -1,8 +1,9 @@
-import AgentRuntime
 import ConfigFile
 import Foundation
 import Testing
 import TraceCore
+
+@testable import AgentRuntime
 
 @Suite("Tool input schemas")
 struct SchemaTests {
@@ -245,6 +246,39 @@ struct PolicyTests {
         ] as [(ArgumentCondition.Test, JSONValue, Bool)])
     func conditions(_ test: ArgumentCondition.Test, _ arguments: JSONValue, _ holds: Bool) {
         #expect(ArgumentCondition(path: ["currency"], test: test).holds(in: arguments) == holds)
+    }
+
+    @Test("a string is read as a number as a server's lax reading makes one, the same way Foundation's trimming and replacing read it")
+    func laxNumbers() {
+        /// The reading as it was written with Foundation, which judging a call spent most of its time in.
+        func foundationReading(_ text: String) -> Double? {
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty, !trimmed.contains(where: { $0 == "x" || $0 == "X" || $0 == "p" || $0 == "P" }),
+                !trimmed.hasPrefix("_"), !trimmed.hasSuffix("_"), !trimmed.contains("__"),
+                let number = Double(trimmed.replacingOccurrences(of: "_", with: "")), number.isFinite
+            else { return nil }
+            return number
+        }
+        // Every text of up to four of these: digits, the signs and marks of a number, `_`, the
+        // letters of hexadecimal, white space of several kinds, a letter, a combining accent.
+        let alphabet = ["0", "7", "_", "+", "-", ".", "e", "x", "p", " ", "\u{00A0}", "\u{2028}", "\t", "a", "\u{0301}"]
+        var texts = [""]
+        var last = [""]
+        for _ in 0..<4 {
+            last = last.flatMap { text in alphabet.map { text + $0 } }
+            texts += last
+        }
+        texts += [" +050_000 ", "1e400", "1_0e1_0", "inf", "nan", "0x10", "\u{3000}42\u{3000}", "4\u{0301}2", "٤٢"]
+        var differences: [String] = []
+        for text in texts {
+            let reading = ArgumentCondition.laxNumber(text)
+            if reading != foundationReading(text) { differences.append("\(text.debugDescription): \(String(describing: reading))") }
+            // What the quick test rules out, neither reading (JSON's nor the lax one) makes a number of.
+            if !ArgumentCondition.mayBeNumber(text), reading != nil || (try? JSONParser.parse(Array(text.utf8)))?.doubleValue != nil {
+                differences.append("\(text.debugDescription) ruled out")
+            }
+        }
+        #expect(differences.isEmpty, "\(differences.count) texts read otherwise: \(differences.prefix(10))")
     }
 
     @Test(
