@@ -383,8 +383,12 @@ public struct Redactor: Sendable, Hashable {
         if let last = parts.last, last == "KEY" || last == "KEYS" { return true }
         return parts.contains { part in
             secretWords.contains { word in
-                // A suffix compared as bytes (a `Substring`'s generic `hasSuffix` walked both reversed).
-                part.utf8.count >= word.utf8.count && part.utf8.suffix(word.utf8.count).elementsEqual(word.utf8)
+                // A suffix compared as bytes (a `Substring`'s generic `hasSuffix` walked both
+                // reversed); a name that is not all ASCII as characters, as before (the Kelvin sign
+                // is a `K`).
+                part.utf8.allSatisfy { $0 < 0x80 }
+                    ? part.utf8.count >= word.utf8.count && part.utf8.suffix(word.utf8.count).elementsEqual(word.utf8)
+                    : part.hasSuffix(word)
             }
         }
     }
@@ -430,13 +434,15 @@ public struct Redactor: Sendable, Hashable {
         return text.withUTF8 { holdsAny(of: groups, in: UnsafeRawBufferPointer($0)) }
     }
 
-    /// Whether `needle` stands in `text`, byte for byte (`memchr` and `memcmp` over their UTF-8). The
+    /// Whether `needle` stands in `text`: byte for byte (`memchr` and `memcmp` over their UTF-8),
+    /// or, where either is not all ASCII, as Foundation's search finds it (canonically
+    /// equivalent text: no secret it found is missed). The
     /// slow path's searches go through this, not Foundation's `String.contains`, which on Linux
     /// runs `CFStringFind` over UTF-16 copies: once per pattern literal on every line the quick
     /// test let through, that was about 4 ms a request recorded by the gateway.
     static func holds(_ needle: String, in text: String) -> Bool {
         var (needle, text) = (needle, text)
-        return needle.withUTF8 { needle in
+        let isByteForByte = needle.withUTF8 { needle in
             text.withUTF8 { text in
                 guard let needleBase = needle.baseAddress, !needle.isEmpty else { return true }
                 guard let textBase = text.baseAddress, text.count >= needle.count else { return false }
@@ -450,6 +456,12 @@ public struct Redactor: Sendable, Hashable {
                 return false
             }
         }
+        if isByteForByte { return true }
+        // Not there byte for byte, where either is not all ASCII: the needle may stand in another,
+        // canonically equivalent spelling (`é` as `e` and a combining accent, the Kelvin sign for
+        // `K`), which Foundation's search finds, as the slow path always did.
+        let isASCII = needle.utf8.allSatisfy { $0 < 0x80 } && text.utf8.allSatisfy { $0 < 0x80 }
+        return !isASCII && text.contains(needle)
     }
 
     /// Where the passwords of URLs with credentials (`scheme://user:password@host`) stand in

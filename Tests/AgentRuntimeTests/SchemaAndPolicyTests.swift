@@ -260,8 +260,12 @@ struct PolicyTests {
             return number
         }
         // Every text of up to four of these: digits, the signs and marks of a number, `_`, the
-        // letters of hexadecimal, white space of several kinds, a letter, a combining accent.
-        let alphabet = ["0", "7", "_", "+", "-", ".", "e", "x", "p", " ", "\u{00A0}", "\u{2028}", "\t", "a", "\u{0301}"]
+        // letters of hexadecimal, white space of several kinds (and a zero-width space and a
+        // byte-order mark, which only Foundation may count as white space), a letter, a combining
+        // accent.
+        let alphabet = [
+            "0", "7", "_", "+", "-", ".", "e", "x", "p", " ", "\u{00A0}", "\u{2028}", "\u{200B}", "\u{FEFF}", "\t", "a", "\u{0301}",
+        ]
         var texts = [""]
         var last = [""]
         for _ in 0..<4 {

@@ -405,6 +405,21 @@ struct RedactorTests {
             }
         }
         #expect(mismatches.isEmpty, "holds disagrees: \(mismatches.prefix(10))")
+        // And wherever Foundation's search finds a needle (the slow path's search before): in
+        // another, canonically equivalent spelling too.
+        let spellings = [
+            ("caf\u{E9}-pass-1", "a cafe\u{301}-pass-1 b"), ("cafe\u{301}-pass-1", "caf\u{E9}-pass-1"),
+            ("GITHUB_TOKEN", "GITHUB_TO\u{212A}EN"),
+            ("sk-live", "\u{3000}sk-live"), ("pass", "no such word \u{E9}"),
+        ]
+        for (needle, text) in spellings where text.contains(needle) {
+            #expect(Redactor.holds(needle, in: text), "\(needle) in \(text)")
+        }
+        #expect(
+            spellings.filter { $0.1.contains($0.0) }.count >= 2,
+            "Foundation finds no equivalent spelling here: the check above checks nothing")
+        let redactor = Redactor(environmentNames: ["CAFE_PASS"], environment: ["CAFE_PASS": "caf\u{E9}-pass-1"])
+        #expect(!redactor.redactText("it said cafe\u{301}-pass-1.").contains("pass-1"))
         // The patterns' literals, as the slow path looks for them before running a pattern.
         let texts = ["password = hunter22", "  Password: x", "xoxb-123", "nothing here", "PGPASSWORD=abc", "", "é-----BEGIN"]
         for pattern in Redactor.patterns {

@@ -271,13 +271,14 @@ public struct ArgumentCondition: Sendable {
     /// 50000), an exponent; nil for anything else — hexadecimal, and `inf` and `nan`, which no
     /// bound can judge (undecidable, so a rule that denies applies).
     ///
-    /// Read scalar by scalar (white space as Unicode's `White_Space`, which is Foundation's
-    /// `whitespacesAndNewlines`): through Foundation's trimming and replacing, this was most of
-    /// what judging a call cost `mcp-proxy` under a policy of 200 rules.
+    /// Read scalar by scalar, white space being Foundation's `whitespacesAndNewlines` as before
+    /// (on Linux that is Unicode's `White_Space` and U+200B ZERO WIDTH SPACE): through
+    /// Foundation's trimming and replacing, this was most of what judging a call cost
+    /// `mcp-proxy` under a policy of 200 rules.
     static func laxNumber(_ text: String) -> Double? {
         let scalars = text.unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        guard let first = scalars.firstIndex(where: { !whitespace.contains($0) }),
+            let last = scalars.lastIndex(where: { !whitespace.contains($0) })
         else { return nil }
         let trimmed = scalars[first...last]
         guard trimmed.first != "_", trimmed.last != "_" else { return nil }
@@ -304,10 +305,13 @@ public struct ArgumentCondition: Sendable {
             && text.unicodeScalars.allSatisfy { scalar in
                 switch scalar {
                 case "0"..."9", "+", "-", ".", "e", "E", "_": return true
-                default: return scalar.properties.isWhitespace
+                default: return whitespace.contains(scalar)
                 }
             }
     }
+
+    /// What `laxNumber` trims, as the reading it stands for trimmed it.
+    static let whitespace = CharacterSet.whitespacesAndNewlines
 
     public func judge(_ arguments: JSONValue) -> Judgement {
         let where_ = "argument \(path.joined(separator: "."))"
