@@ -435,11 +435,11 @@ public struct Redactor: Sendable, Hashable {
     }
 
     /// Whether `needle` stands in `text`: byte for byte (`memchr` and `memcmp` over their UTF-8),
-    /// or, where either is not all ASCII, as Foundation's search finds it (canonically
-    /// equivalent text: no secret it found is missed). The
-    /// slow path's searches go through this, not Foundation's `String.contains`, which on Linux
-    /// runs `CFStringFind` over UTF-16 copies: once per pattern literal on every line the quick
-    /// test let through, that was about 4 ms a request recorded by the gateway.
+    /// or, where either is not all ASCII, as Foundation's search finds it (canonically equivalent
+    /// text: no secret it found is missed). The slow path's searches go through this, not
+    /// Foundation's `String.contains` alone, which on Linux runs `CFStringFind` over UTF-16
+    /// copies: once per pattern literal on every line the quick test let through, that was about
+    /// 4 ms a request recorded by the gateway.
     static func holds(_ needle: String, in text: String) -> Bool {
         var (needle, text) = (needle, text)
         let isByteForByte = needle.withUTF8 { needle in
