@@ -222,8 +222,9 @@ public struct Redactor: Sendable, Hashable {
     /// JSON text (`\n`, `\\n`), between two base64 characters. The forms that stand whole were
     /// replaced already.
     func redactingWrappedForms(in text: String) -> String? {
-        // No line break, as a byte or an escape: nothing is wrapped.
-        guard !encoded.isEmpty, Self.holds("\n", in: text) || Self.holds(#"\n"#, in: text) else { return nil }
+        // No line break, as a byte or an escape: nothing is wrapped. (Byte for byte: neither has
+        // another spelling for Foundation's search to find.)
+        guard !encoded.isEmpty, Self.holdsBytes(of: "\n", in: text) || Self.holdsBytes(of: #"\n"#, in: text) else { return nil }
         let bytes = Array(text.utf8)
         func isBase64(_ byte: UInt8) -> Bool {
             (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
@@ -441,8 +442,19 @@ public struct Redactor: Sendable, Hashable {
     /// copies: once per pattern literal on every line the quick test let through, that was about
     /// 4 ms a request recorded by the gateway.
     static func holds(_ needle: String, in text: String) -> Bool {
+        if holdsBytes(of: needle, in: text) { return true }
+        // Not there byte for byte, where either is not all ASCII: the needle may stand in another,
+        // canonically equivalent spelling (`é` as `e` and a combining accent, the Kelvin sign for
+        // `K`), which Foundation's search finds, as the slow path always did.
+        let isASCII = needle.utf8.allSatisfy { $0 < 0x80 } && text.utf8.allSatisfy { $0 < 0x80 }
+        return !isASCII && text.contains(needle)
+    }
+
+    /// Whether `needle`'s UTF-8 stands in `text`'s, byte for byte: `memchr` for its first byte,
+    /// `memcmp` for the rest.
+    static func holdsBytes(of needle: String, in text: String) -> Bool {
         var (needle, text) = (needle, text)
-        let isByteForByte = needle.withUTF8 { needle in
+        return needle.withUTF8 { needle in
             text.withUTF8 { text in
                 guard let needleBase = needle.baseAddress, !needle.isEmpty else { return true }
                 guard let textBase = text.baseAddress, text.count >= needle.count else { return false }
@@ -456,12 +468,6 @@ public struct Redactor: Sendable, Hashable {
                 return false
             }
         }
-        if isByteForByte { return true }
-        // Not there byte for byte, where either is not all ASCII: the needle may stand in another,
-        // canonically equivalent spelling (`é` as `e` and a combining accent, the Kelvin sign for
-        // `K`), which Foundation's search finds, as the slow path always did.
-        let isASCII = needle.utf8.allSatisfy { $0 < 0x80 } && text.utf8.allSatisfy { $0 < 0x80 }
-        return !isASCII && text.contains(needle)
     }
 
     /// Where the passwords of URLs with credentials (`scheme://user:password@host`) stand in
