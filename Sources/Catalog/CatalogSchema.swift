@@ -8,8 +8,18 @@ enum CatalogSchema {
 
     static let migrations: [String] = [
         version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11,
-        version12, version13, version14, version15,
+        version12, version13, version14, version15, version16,
     ]
+
+    /// Version 16: the runs of a stop reason newest first, from an index (`logs_by_stop`). A
+    /// filter on a stop reason few runs have (`runs --stop budget_exhausted`, `serve`'s
+    /// `?stop=…`) walked every run newest first to find the few: over a million runs and none
+    /// matching, every row (2–5 s). With one reason (or `running`) the index gives its runs in
+    /// the list's order, so the walk stops at the page; with several, `RunQuery.stopsAreCommon`
+    /// chooses between this index and the walk.
+    static let version16 = """
+        CREATE INDEX logs_by_stop ON logs (stop_reason, started_at_us DESC, path);
+        """
 
     /// Version 15: what a merged suite run was made of — `sha256` of the reports `results merge
     /// --add-to-catalog` merged (`inputs_digest`; NULL for a suite run `run` recorded) — so that

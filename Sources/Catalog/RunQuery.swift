@@ -128,8 +128,10 @@ public struct RunQuery: Sendable, Hashable {
     /// `walksAgents`: an agent glob that many runs match is checked on each run walked newest
     /// first, not looked up in `logs_by_agent` (SQLite would take that index for a prefix and sort
     /// every match: 4 s for a glob every run of a million matches; `agentGlobIsCommon`).
+    /// `walksStops`: likewise several stop reasons that many runs have (`stopsAreCommon`).
     func statement(
-        _ shape: Shape = .newestFirst, dialect: SQLDialect = .sqlite, walksAgents: Bool = false, toolSets: [Int64]? = nil
+        _ shape: Shape = .newestFirst, dialect: SQLDialect = .sqlite, walksAgents: Bool = false, walksStops: Bool = false,
+        toolSets: [Int64]? = nil
     ) -> (sql: String, arguments: [CatalogValue]) {
         var conditions: [String] = []
         var arguments: [CatalogValue] = []
@@ -180,17 +182,17 @@ public struct RunQuery: Sendable, Hashable {
         if !notTools.isEmpty {
             // Only a log read whole, to its run's stop, shows that a tool never ran: a damaged
             // or torn log's rows end where the reading did, a running one's where it is now.
-            conditions.append("status = 'intact' AND stop_reason IS NOT NULL")
+            // (`+`: not a range of `logs_by_stop` to read whole and sort, on SQLite.)
+            conditions.append("status = 'intact' AND \(dialect == .sqlite ? "+" : "")stop_reason IS NOT NULL")
         }
         if !stopReasons.isEmpty {
-            let reasons = stopReasons.filter { $0 != "running" }
-            var any: [String] = []
-            if !reasons.isEmpty {
-                any.append("stop_reason IN (\(reasons.map { _ in "?" }.joined(separator: ", ")))")
-                arguments.append(contentsOf: reasons.map { .text($0) })
-            }
-            if stopReasons.contains("running") { any.append("stop_reason IS NULL") }
-            conditions.append("(" + any.joined(separator: " OR ") + ")")
+            // One reason is an equality: `logs_by_stop` gives its runs newest first. Several
+            // are read whole from it and sorted, unless they are common (`walksStops`). In a
+            // shape driven by something else, SQLite must not take that index instead.
+            let drives = shape == .newestFirst && !walksStops
+            let (condition, values) = stopCondition(column: dialect == .sqlite && !drives ? "+stop_reason" : "stop_reason")
+            conditions.append(condition)
+            arguments.append(contentsOf: values)
         }
         if let agent {
             // A name without a wildcard is an equality: `logs_by_agent` then gives its runs newest first.
@@ -255,6 +257,24 @@ public struct RunQuery: Sendable, Hashable {
                 LIMIT \(max(0, limit))
                 """
         return (sql, matchArguments + arguments)
+    }
+
+    /// The condition that the run stopped for one of `stopReasons` (`running`: it has not
+    /// stopped), on `column`.
+    func stopCondition(column: String = "stop_reason") -> (sql: String, arguments: [CatalogValue]) {
+        let reasons = Self.distinct(stopReasons.filter { $0 != "running" })
+        var any: [String] = []
+        if !reasons.isEmpty {
+            any.append(reasons.count == 1 ? "\(column) = ?" : "\(column) IN (\(SQLList.placeholders(reasons.count)))")
+        }
+        if stopReasons.contains("running") { any.append("\(column) IS NULL") }
+        return ("(" + any.joined(separator: " OR ") + ")", reasons.map { .text($0) })
+    }
+
+    /// `values` without repeats, in their first order.
+    private static func distinct(_ values: [String]) -> [String] {
+        var seen = Set<String>()
+        return values.filter { seen.insert($0).inserted }
     }
 
     /// A call denied by policy or refused by a human (what `RunCounters.deniedCalls` counts).
@@ -404,6 +424,39 @@ extension RunQuery {
     /// Calls of the driving tool sampled to estimate how many of its runs the sets of tools keep.
     static let sampledCalls = 200
 
+    /// Whether SQLite should leave `logs_by_stop` aside and find the runs of `stopReasons` some
+    /// other way: walking every run newest first, or through `logs_by_agent`. That index gives
+    /// one reason's runs in the list's order, so the walk stops at the page, however common the
+    /// reason; several reasons' runs come from it a reason at a time and must all be read and
+    /// sorted, which costs more than the walk once they are many. So the runs are counted in the
+    /// index a reason at a time, up to √(`limit` × runs) in all, as the sets of tools are
+    /// (`shape`; the walk looks at about `limit` × runs ÷ matches runs). With an agent's name as
+    /// well, the index of the two with fewer runs is the one to follow: the other's would walk
+    /// past runs the first rules out (SQLite, knowing nothing of either, takes the stop's). On
+    /// PostgreSQL the planner weighs this from its statistics of the columns.
+    func stopsAreCommon(in db: any SQLConnection) throws -> Bool {
+        let reasons = Self.distinct(stopReasons)
+        guard !reasons.isEmpty, db.dialect == .sqlite else { return false }
+        let literalAgent = agent.flatMap { Glob($0).isLiteral ? $0 : nil }
+        guard reasons.count > 1 || literalAgent != nil else { return false }
+        let runs = try db.value("SELECT COALESCE(MAX(log_id), 0) FROM logs", as: Int.self) ?? 0
+        let bound = Int((Double(max(1, limit)) * Double(runs)).squareRoot()) + 1
+        func count(_ condition: String, _ arguments: [(any SQLArgument)?], upTo limit: Int) throws -> Int {
+            try db.value(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM logs WHERE \(condition) LIMIT ?) AS found", arguments + [limit], as: Int.self) ?? 0
+        }
+        var matches = 0
+        for reason in reasons where matches < bound {
+            matches +=
+                reason == "running"
+                ? try count("stop_reason IS NULL", [], upTo: bound - matches)
+                : try count("stop_reason = ?", [reason], upTo: bound - matches)
+        }
+        if reasons.count > 1 && matches >= bound { return true }
+        guard let literalAgent else { return false }
+        return try count("agent = ?", [literalAgent], upTo: matches) < matches
+    }
+
     /// Whether the agent glob matches so many runs that walking them newest first finds a page
     /// sooner than `logs_by_agent` would (counted in that index, up to a bound, so asking is cheap).
     func agentGlobIsCommon(in db: any SQLConnection) throws -> Bool {
@@ -434,7 +487,7 @@ extension Catalog {
             if toolSets?.isEmpty == true { return [] }
             let (sql, arguments) = query.statement(
                 try shape ?? query.shape(in: db, toolSets: toolSets), dialect: db.dialect,
-                walksAgents: try query.agentGlobIsCommon(in: db), toolSets: toolSets)
+                walksAgents: try query.agentGlobIsCommon(in: db), walksStops: try query.stopsAreCommon(in: db), toolSets: toolSets)
             let rows = try db.rows(sql, arguments)
             // The files' records (`log_files`), looked up for the page's rows alone: the content
             // hash, where the row was read from the bytes the record names, and whether the file
@@ -493,7 +546,7 @@ extension Catalog {
             let toolSets = try query.toolSets(in: db)
             let (sql, arguments) = query.statement(
                 try shape ?? query.shape(in: db, toolSets: toolSets), dialect: db.dialect,
-                walksAgents: try query.agentGlobIsCommon(in: db), toolSets: toolSets)
+                walksAgents: try query.agentGlobIsCommon(in: db), walksStops: try query.stopsAreCommon(in: db), toolSets: toolSets)
             return try db.plan(sql, arguments)
         }
     }

@@ -256,4 +256,102 @@ struct RunQueryTests {
             }
         }
     }
+
+    /// 20,000 runs of run `n`: stopped for `error` when n is a multiple of 997, running when n %
+    /// 5000 is 3, `max_steps` when n is a multiple of 10, else `success`; none for
+    /// `budget_exhausted`. `agent-rare` runs when n % 1000 is 7, else `agent-<n % 5>`. Newer n, later start.
+    static let stoppedRuns = 20_000
+
+    static func stopReason(_ n: Int) -> String? {
+        n % 997 == 0 ? "error" : n % 5000 == 3 ? nil : n % 10 == 0 ? "max_steps" : "success"
+    }
+
+    static func agentName(_ n: Int) -> String { n % 1000 == 7 ? "agent-rare" : "agent-\(n % 5)" }
+
+    @Test(
+        "--stop finds a rare reason's runs through logs_by_stop, not by walking every run; several common reasons walk; the page is the same either way",
+        arguments: CatalogStoreKind.allCases)
+    func stopReasonsOverManyRuns(store: CatalogStoreKind) async throws {
+        try await store.withCatalog { directory, location in
+            let numbers =
+                store == .sqlite
+                ? "WITH RECURSIVE numbers(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM numbers WHERE n < \(Self.stoppedRuns))"
+                : "WITH numbers(n) AS (SELECT generate_series(1, \(Self.stoppedRuns)))"
+            let reason = """
+                CASE WHEN n % 997 = 0 THEN 'error' WHEN n % 5000 = 3 THEN NULL WHEN n % 10 = 0 THEN 'max_steps' ELSE 'success' END
+                """
+            let agent = "CASE WHEN n % 1000 = 7 THEN 'agent-rare' ELSE 'agent-' || (n % 5) END"
+            var rows = """
+                \(numbers)
+                INSERT INTO log_files (file_id, path, generation, size, mtime_ns, tail_offset, tail_end, tail_hash)
+                SELECT n, '/logs/run-' || n || '.jsonl.gz', 1, 1000, 0, 0, 0, '' FROM numbers;
+                \(numbers)
+                INSERT INTO logs (log_id, path, file_id, generation, status, run_id, agent, model, started_at_us, stop_reason, events,
+                    steps, decisions, invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens,
+                    output_tokens, cost_usd, anomalies, indexed_at_us)
+                SELECT n, '/logs/run-' || n || '.jsonl.gz', n, 1, 'intact', 'run-' || n, \(agent), 'scripted:m',
+                    1795000000000000 + n * 1000, \(reason), 3, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+                FROM numbers;
+
+                """
+            if store == .postgres {
+                rows += """
+                    SELECT setval(pg_get_serial_sequence('logs', 'log_id'), \(Self.stoppedRuns));
+                    SELECT setval(pg_get_serial_sequence('log_files', 'file_id'), \(Self.stoppedRuns));
+                    ANALYZE;
+                    """
+            }
+            try await store.makeCatalog(at: location, version: CatalogSchema.version, rows: rows)
+            let catalog = try Catalog(path: location)
+            defer { try? catalog.close() }
+
+            func query(_ reasons: [String], agent: String? = nil) -> RunQuery {
+                var query = RunQuery()
+                query.stopReasons = reasons
+                query.agent = agent
+                return query
+            }
+            // What each query must list: its runs, newest first, a page of them.
+            func expected(_ query: RunQuery) -> [String] {
+                (1...Self.stoppedRuns).reversed().filter { n in
+                    query.stopReasons.contains(Self.stopReason(n) ?? "running") && (query.agent.map { $0 == Self.agentName(n) } ?? true)
+                }.prefix(query.limit).map { "/logs/run-\($0).jsonl.gz" }
+            }
+            let none = query(["budget_exhausted"])
+            let success = query(["success"])
+            let common = query(["success", "max_steps"])
+            let rare = query(["error", "running"])
+            let rareAgent = query(["success"], agent: "agent-rare")
+            let commonAgent = query(["error"], agent: "agent-2")
+            for listed in [none, success, common, rare, rareAgent, commonAgent, query(["running"]), query(["max_steps", "max_steps"])] {
+                #expect(try catalog.runs(listed).map(\.path) == expected(listed), "\(listed.stopReasons) \(listed.agent ?? "")")
+            }
+            #expect(expected(none).isEmpty && expected(rare).count == 24 && expected(rareAgent).count == 20)
+
+            let plans = try [none, success, common, rare, rareAgent, commonAgent].map { try catalog.plan($0).joined(separator: "\n") }
+            if store == .sqlite {
+                // One reason, rare or common: its runs from the index, in the list's order.
+                for plan in plans[0...1] {
+                    #expect(plan.contains("logs_by_stop (stop_reason=?)") && !plan.contains("TEMP B-TREE"), "\(plan)")
+                }
+                // Two common reasons: the runs walked newest first; two rare ones: read and sorted.
+                #expect(plans[2].contains("SCAN logs USING INDEX logs_by_start"), "\(plans[2])")
+                #expect(plans[3].contains("logs_by_stop") && plans[3].contains("TEMP B-TREE"), "\(plans[3])")
+                // With an agent, the index of the one with fewer runs.
+                #expect(plans[4].contains("logs_by_agent") && !plans[4].contains("logs_by_stop"), "\(plans[4])")
+                #expect(plans[5].contains("logs_by_stop (stop_reason=?)"), "\(plans[5])")
+                for plan in plans { #expect(!plan.contains("SCAN logs") || plan.contains("USING INDEX"), "\(plan)") }
+            } else {
+                // PostgreSQL weighs the reasons by its statistics: a reason no run has, from the index.
+                #expect(plans[0].contains("logs_by_stop"), "\(plans[0])")
+                #expect(plans[3].contains("logs_by_stop"), "\(plans[3])")
+            }
+            // Another shape leads (the calls of a tool): SQLite is kept off the stop's index.
+            var driven = success
+            driven.tools = ["lookup_order"]
+            driven.approval = .granted
+            let statement = driven.statement(.drivenBy(tool: "lookup_order"), dialect: .sqlite).sql
+            #expect(statement.contains("+stop_reason = ?"), "\(statement)")
+        }
+    }
 }

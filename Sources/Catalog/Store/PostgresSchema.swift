@@ -11,7 +11,16 @@
 enum PostgresSchema {
     static var version: Int { migrations.count }
 
-    static let migrations: [String] = Array(repeating: "", count: 9) + [version10, version11, version12, version13, version14, version15]
+    static let migrations: [String] =
+        Array(repeating: "", count: 9) + [
+            version10, version11, version12, version13, version14, version15, version16,
+        ]
+
+    /// Version 16: the runs of a stop reason newest first (`CatalogSchema.version16`), in the
+    /// order `logs_by_start` gives (NULLS LAST, as the list sorts).
+    static let version16 = """
+        CREATE INDEX logs_by_stop ON logs (stop_reason, started_at_us DESC NULLS LAST, path);
+        """
 
     /// Version 15: what a merged suite run was made of (`CatalogSchema.version15`).
     static let version15 = """
