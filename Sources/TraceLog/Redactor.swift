@@ -127,28 +127,30 @@ public struct Redactor: Sendable, Hashable {
                 Self.isPlainName(name)
                     ? [Array("\(name)\"".utf8), Array("\(name)\\".utf8)] : [Array("\(JSONWriter.encodeString(.string(name))):".utf8)]
             }
-            + Self.patterns.flatMap { $0.literals.map { Array($0.utf8) } }
-            // A character written as an escape it does not need (`\u0073k-…`, `\/`), as
-            // another program may write JSON: the line is read again with such escapes undone.
-            + Self.needlessEscapeMarks
-        return grouped(all)
+        return grouped(all, joining: standingNeedles)
     }
 
+    /// The needles every redactor has, grouped once per process (a redactor is made per run,
+    /// and these are most of its some 300): the patterns' literals, and a character written as
+    /// an escape it does not need (`\u0073k-…`, `\/`), as another program may write JSON (the
+    /// line is read again with such escapes undone).
+    static let standingNeedles = grouped(patterns.flatMap { $0.literals.map { Array($0.utf8) } } + needlessEscapeMarks)
+
     /// `needles` grouped by their anchor byte (each needle's rarest, `commonness`), for
-    /// `holdsAny(of:in:)`.
-    static func grouped(_ needles: [[UInt8]]) -> [NeedleGroup] {
-        // Groups in the order their anchors first come, needles in theirs, each needle once: found
-        // through a table and a set (a redactor is made per run, with some 300 needles).
-        var groups: [NeedleGroup] = []
+    /// `holdsAny(of:in:)`, added to the groups of `base` (grouped the same way): groups in the
+    /// order their anchors first come, `base`'s first, needles in theirs, each needle once.
+    static func grouped(_ needles: [[UInt8]], joining base: [NeedleGroup] = []) -> [NeedleGroup] {
+        var groups = base
         var groupOfAnchor = [Int?](repeating: nil, count: 256)
-        var seen = Set<[UInt8]>()
-        for needle in needles where !needle.isEmpty && seen.insert(needle).inserted {
+        for (index, group) in groups.enumerated() { groupOfAnchor[Int(group.anchor)] = index }
+        for needle in needles where !needle.isEmpty {
             // The rarest byte, the first of equals.
             var at = 0
             for index in needle.indices where commonness(needle[index]) < commonness(needle[at]) { at = index }
             let anchor = needle[at]
             if let index = groupOfAnchor[Int(anchor)] {
-                groups[index].needles.append((needle, at))
+                // A needle seen before has the same anchor: it is looked for in that group alone.
+                if !groups[index].needles.contains(where: { $0.bytes == needle }) { groups[index].needles.append((needle, at)) }
             } else {
                 groupOfAnchor[Int(anchor)] = groups.count
                 groups.append(NeedleGroup(anchor: anchor, needles: [(needle, at)]))
@@ -380,6 +382,9 @@ public struct Redactor: Sendable, Hashable {
     /// Whether `name` (an environment variable's) looks like it holds a secret: `API_KEY`,
     /// `GITHUB_TOKEN`, `DB_PASSWORD`, `CLIENT_SECRET`; not `PATH`, `SORT_ORDER`, `KEY_PREFIX`.
     public static func looksSecret(_ name: String) -> Bool {
+        // A name of ASCII alone (every environment variable's, nearly) is read as bytes: a
+        // redactor is made per run, and asks this of each variable of each child's environment.
+        if let answer = name.utf8.withContiguousStorageIfAvailable(looksSecret(ascii:)), let answer { return answer }
         let parts = name.uppercased().split(whereSeparator: { $0 == "_" || $0 == "-" || $0 == "." })
         if let last = parts.last, last == "KEY" || last == "KEYS" { return true }
         return parts.contains { part in
@@ -393,6 +398,37 @@ public struct Redactor: Sendable, Hashable {
             }
         }
     }
+
+    /// `looksSecret` of a name's bytes, when they are all ASCII (nil otherwise): the same parts,
+    /// upper-cased byte by byte.
+    static func looksSecret(ascii name: UnsafeBufferPointer<UInt8>) -> Bool? {
+        guard name.allSatisfy({ $0 < 0x80 }) else { return nil }
+        func upper(_ byte: UInt8) -> UInt8 { byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") ? byte - 0x20 : byte }
+        // Whether the part `start..<end` ends in `word` (upper-case ASCII), case aside.
+        func part(_ start: Int, _ end: Int, endsWith word: [UInt8]) -> Bool {
+            guard end - start >= word.count else { return false }
+            for offset in 0..<word.count where upper(name[end - word.count + offset]) != word[offset] { return false }
+            return true
+        }
+        var start = 0
+        var last: (start: Int, end: Int)?
+        var isSecret = false
+        for end in 0...name.count
+        where end == name.count || name[end] == UInt8(ascii: "_") || name[end] == UInt8(ascii: "-") || name[end] == UInt8(ascii: ".") {
+            if end > start {
+                last = (start, end)
+                if !isSecret { isSecret = secretWordBytes.contains { part(start, end, endsWith: $0) } }
+            }
+            start = end + 1
+        }
+        guard let last else { return false }
+        let lastIsKey = keyWordBytes.contains { last.end - last.start == $0.count && part(last.start, last.end, endsWith: $0) }
+        return lastIsKey || isSecret
+    }
+
+    /// `secretWords` as bytes, and the last parts that make a name secret alone (`KEY`, `KEYS`).
+    static let secretWordBytes = secretWords.map { Array($0.utf8) }
+    static let keyWordBytes = [Array("KEY".utf8), Array("KEYS".utf8)]
 
     /// Whether `line` may hold a secret (it holds one of the needles): a byte search — libc's
     /// `memchr` once per distinct anchor (each needle's rarest byte, `commonness`), then each

@@ -431,6 +431,51 @@ struct RedactorTests {
         }
     }
 
+    @Test(
+        "what a redactor made per run works out once per process gives what working it out each time gave: names that look secret, needles")
+    func madeOncePerProcess() {
+        // `looksSecret` read as Foundation's upper-casing and splitting read it (the code before
+        // the byte path), over names made of one to three of these pieces.
+        func reference(_ name: String) -> Bool {
+            let parts = name.uppercased().split(whereSeparator: { $0 == "_" || $0 == "-" || $0 == "." })
+            if let last = parts.last, last == "KEY" || last == "KEYS" { return true }
+            return parts.contains { part in Redactor.secretWords.contains { part.hasSuffix($0) } }
+        }
+        let pieces = [
+            "", "_", "-", ".", "__", "KEY", "key", "Keys", "KEYSS", "TOKEN", "token", "tokens", "GITHUB", "API", "SECRET", "secrets", "X",
+            "NO", "PASS", "WORD", "APIKEY", "passwd", "passphrase", "CREDENTIAL", "ey", "K", "\u{212A}EY", "\u{E9}",
+        ]
+        var disagreements: [String] = []
+        var secret = 0
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let name = a + b + c
+                    if Redactor.looksSecret(name) != reference(name) { disagreements.append(name) }
+                    if reference(name) { secret += 1 }
+                }
+            }
+        }
+        #expect(disagreements.isEmpty, "looksSecret disagrees on \(disagreements.prefix(10))")
+        #expect(secret > 1000 && secret < pieces.count * pieces.count * pieces.count)
+
+        // The needles: the standing ones grouped once, then a run's joined to them, are the
+        // groups of all of them grouped together (each needle once, under its rarest byte).
+        func flattened(_ groups: [Redactor.NeedleGroup]) -> [String] {
+            groups.flatMap { group in group.needles.map { "\(group.anchor) \($0.at) \(String(decoding: $0.bytes, as: UTF8.self))" } }
+                .sorted()
+        }
+        let standing = Redactor.patterns.flatMap { $0.literals.map { Array($0.utf8) } } + Redactor.needlessEscapeMarks
+        let ofARun = ["sk-proj-abc", "password\"", "password\\", "hunter2-secret", "sk-proj-abc", "xoxb-", "-----BEGIN"].map {
+            Array($0.utf8)
+        }
+        let joined = Redactor.grouped(ofARun, joining: Redactor.standingNeedles)
+        #expect(flattened(joined) == flattened(Redactor.grouped(ofARun + standing)))
+        #expect(Set(flattened(joined)).count == flattened(joined).count, "a needle twice")
+        #expect(Set(joined.map(\.anchor)).count == joined.count, "an anchor in two groups")
+        #expect(flattened(Redactor.standingNeedles) == flattened(Redactor.grouped(standing)))
+    }
+
     @Test("a secret that holds another is replaced whole, whatever order the names come in")
     func overlappingSecrets() {
         let redactor = Redactor(
