@@ -354,4 +354,68 @@ struct RunQueryTests {
             #expect(statement.contains("+stop_reason = ?"), "\(statement)")
         }
     }
+
+    @Test(
+        "--text finds runs whose values hold the text, ASCII case aside; %, _ and \\ are themselves, other letters keep their case, a long text works",
+        arguments: CatalogStoreKind.allCases)
+    func textFilter(store: CatalogStoreKind) async throws {
+        try await store.withCatalog { directory, location in
+            let long = String(repeating: "x", count: 12_000)
+            let inputs = ["Refund 100% of ORDER_7", "refund 100 of order-7", #"path\with\backslash"#, "ÉCOLE résumé", "Plain text", long]
+            var rows = ""
+            for (index, input) in inputs.enumerated() {
+                let run = index + 1
+                rows += """
+                    INSERT INTO log_files (file_id, path, generation, size, mtime_ns, tail_offset, tail_end, tail_hash)
+                    VALUES (\(run), '/logs/\(run).jsonl.gz', 1, 100, 0, 0, 0, '');
+                    INSERT INTO logs (log_id, path, file_id, generation, status, run_id, agent, model, input, started_at_us, stop_reason,
+                        events, steps, decisions, invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens,
+                        output_tokens, cost_usd, anomalies, indexed_at_us)
+                    VALUES (\(run), '/logs/\(run).jsonl.gz', \(run), 1, 'intact', 'run-\(run)', 'agent', 'scripted:m',
+                        '\(input.replacingOccurrences(of: "'", with: "''"))', \(run), 'success', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+
+                    """
+            }
+            if store == .postgres {
+                rows +=
+                    "SELECT setval(pg_get_serial_sequence('logs', 'log_id'), 10); SELECT setval(pg_get_serial_sequence('log_files', 'file_id'), 10);"
+            }
+            try await store.makeCatalog(at: location, version: CatalogSchema.version, rows: rows)
+            let catalog = try Catalog(path: location)
+            defer { try? catalog.close() }
+            func runs(holding text: String) throws -> [Int] {
+                var query = RunQuery()
+                query.text = text
+                return try catalog.runs(query).compactMap { Int($0.path.dropFirst("/logs/".count).prefix { $0.isNumber }) }.sorted()
+            }
+            let expected: [(String, [Int])] = [
+                ("100%", [1]), ("%", [1]), ("order_7", [1]), ("_", [1]), ("ORDER", [1, 2]), ("0 of", [2]), (#"\with\"#, [3]),
+                (#"\"#, [3]), ("école", []), ("RÉSUMÉ", []), ("résumé", [4]), ("ÉCOLE", [4]), ("PLAIN TEXT", [5]),
+                ("/LOGS/5.", [5]), ("RUN-6", [6]), (String(repeating: "X", count: 10_001), [6]), (long + "x", []), ("nothing", []),
+            ]
+            for (text, answer) in expected { #expect(try runs(holding: text) == answer, "\(text.prefix(20))") }
+            // The text alone: the table read in its order, its matches sorted; where the scan
+            // keeps as many as it may (a bound of 1 or 2 here), the runs walked newest first. Every
+            // shape lists the same runs in the same order.
+            for text in ["ORDER", "o", "/logs/", "nothing"] {
+                var query = RunQuery()
+                query.text = text
+                let walked = try catalog.runs(query, shape: .newestFirst).map(\.path)
+                #expect(try catalog.runs(query).map(\.path) == walked, "\(text)")
+                for bound in [1, 2, 100] {
+                    #expect(try catalog.runs(query, shape: .scannedFirst(bound: bound)).map(\.path) == walked, "\(text) \(bound)")
+                }
+            }
+            var text = RunQuery()
+            text.text = "nothing"
+            let plan = try catalog.plan(text).joined(separator: "\n")
+            #expect(
+                store == .sqlite ? plan.contains("SCAN logs") && !plan.contains("logs_by_start") : !plan.contains("logs_by_start"),
+                "\(plan)")
+            // With a stop reason as well, that reason's index (a plan of SQLite's own; PostgreSQL
+            // weighs a table this small its own way).
+            text.stopReasons = ["success"]
+            if store == .sqlite { #expect(try catalog.plan(text).joined(separator: "\n").contains("logs_by_stop")) }
+        }
+    }
 }

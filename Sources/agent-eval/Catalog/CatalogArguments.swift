@@ -218,7 +218,10 @@ struct RunFilters: ParsableArguments {
 
     func validate() throws { _ = try query(limit: 1) }
 
-    @Option(help: "Runs whose log path, run id, agent, model or input holds this text (case ignored).")
+    @Option(
+        help:
+            "Runs whose log path, run id, agent, model or input holds this text (the case of ASCII letters ignored; % and _ are themselves)."
+    )
     var text: String?
 
     /// The query, read by the catalog's one reader of run filters (`RunQuery(filters:)`, which
