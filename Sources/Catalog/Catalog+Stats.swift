@@ -59,10 +59,11 @@ extension Catalog {
     public func stats(_ query: RunQuery) throws(CatalogError) -> (tools: [ToolStats], agents: [AgentStats]) {
         var selection = query
         selection.limit = Int(Int32.max)
-        let (runsSQL, arguments) = selection.statement(dialect: dialect)
-        let scope = "SELECT log_id FROM (\(runsSQL)) AS selected"
-        let values: [(any SQLArgument)?] = arguments
         return try read { db in
+            // The index to follow, as the runs list chooses it (a stop reason's, an agent's).
+            let (runsSQL, arguments) = selection.statement(dialect: dialect, stopLead: try selection.stopLead(in: db))
+            let scope = "SELECT log_id FROM (\(runsSQL)) AS selected"
+            let values: [(any SQLArgument)?] = arguments
             var tools: [ToolStats] = []
             let counts = try db.rows(
                 """

@@ -68,10 +68,11 @@ public struct RunQuery: Sendable, Hashable {
         /// Start from the runs whose set of tools qualifies (`logs_by_tool_set`), then sort
         /// them: fast when few runs do.
         case drivenByToolSets
-        /// Read the table in its own order, not newest first, keeping at most `bound` matches,
-        /// then sort them: fast for a text few runs hold (`text`), which no index helps and a
-        /// walk newest first reads row by row through `logs_by_start`. When `bound` matched,
-        /// the matches are common, and the runs are walked newest first instead (`runs`).
+        /// Read the table in its own order (the runs indexed last first), not newest first,
+        /// keeping at most `bound` matches, then sort them: fast for a text few runs hold
+        /// (`text`), which no index helps and a walk newest first reads row by row through
+        /// `logs_by_start`. When `bound` matched, the matches are common, and the runs are
+        /// walked newest first instead (`runs`).
         case scannedFirst(bound: Int)
     }
 
@@ -141,11 +142,14 @@ public struct RunQuery: Sendable, Hashable {
     /// `walksAgents`: an agent glob that many runs match is checked on each run walked newest
     /// first, not looked up in `logs_by_agent` (SQLite would take that index for a prefix and sort
     /// every match: 4 s for a glob every run of a million matches; `agentGlobIsCommon`).
-    /// `walksStops`: likewise several stop reasons that many runs have (`stopsAreCommon`).
+    /// `stopLead`: with a stop reason asked for, which filter's index SQLite is to follow
+    /// (`stopLead(in:)`); the others are written so that it does not take theirs.
     func statement(
-        _ shape: Shape = .newestFirst, dialect: SQLDialect = .sqlite, walksAgents: Bool = false, walksStops: Bool = false,
+        _ shape: Shape = .newestFirst, dialect: SQLDialect = .sqlite, walksAgents: Bool = false, stopLead: StopLead? = nil,
         toolSets: [Int64]? = nil
     ) -> (sql: String, arguments: [CatalogValue]) {
+        // `+column`: SQLite's way to say "no index for this column".
+        let keepsOff = { (filter: StopLead) in dialect == .sqlite && stopLead != nil && stopLead != filter ? "+" : "" }
         var conditions: [String] = []
         var arguments: [CatalogValue] = []
         func probe(_ condition: String) -> String {
@@ -200,9 +204,9 @@ public struct RunQuery: Sendable, Hashable {
         }
         if !stopReasons.isEmpty {
             // One reason is an equality: `logs_by_stop` gives its runs newest first. Several
-            // are read whole from it and sorted, unless they are common (`walksStops`). In a
+            // are read whole from it and sorted, unless another filter leads (`stopLead`). In a
             // shape driven by something else, SQLite must not take that index instead.
-            let drives = shape == .newestFirst && !walksStops
+            let drives = shape == .newestFirst && stopLead != .agent && stopLead != .parent && stopLead != .walk
             let (condition, values) = stopCondition(column: dialect == .sqlite && !drives ? "+stop_reason" : "stop_reason")
             conditions.append(condition)
             arguments.append(contentsOf: values)
@@ -210,11 +214,10 @@ public struct RunQuery: Sendable, Hashable {
         if let agent {
             // A name without a wildcard is an equality: `logs_by_agent` then gives its runs newest first.
             if Glob(agent).isLiteral {
-                conditions.append("agent = ?")
+                conditions.append("\(keepsOff(.agent))agent = ?")
                 arguments.append(.text(agent))
             } else {
-                // `+agent`: SQLite's way to say "no index for this column".
-                conditions.append(dialect.glob(walksAgents && dialect == .sqlite ? "+agent" : "agent"))
+                conditions.append(dialect.glob((walksAgents && dialect == .sqlite ? "+" : keepsOff(.agent)) + "agent"))
                 arguments.append(dialect.globArgument(agent))
             }
         }
@@ -239,7 +242,7 @@ public struct RunQuery: Sendable, Hashable {
             arguments.append(.real(minCostUSD))
         }
         if let forksOf {
-            conditions.append("forked_from = ?")
+            conditions.append("\(keepsOff(.parent))forked_from = ?")
             arguments.append(.text(forksOf))
         }
         if let text, !text.isEmpty {
@@ -272,6 +275,7 @@ public struct RunQuery: Sendable, Hashable {
                 SELECT *, COUNT(*) OVER () AS scanned FROM (
                 \(columns)
                 FROM logs\(dialect == .sqlite ? " NOT INDEXED" : "") \(filter)
+                ORDER BY log_id DESC
                 LIMIT \(max(1, bound))
                 ) AS found
                 ORDER BY \(dialect.newestFirst)
@@ -417,7 +421,7 @@ extension RunQuery {
         guard !tools.isEmpty, !callConditions.isEmpty else {
             // A text few runs hold is found by reading the table once, in its own order (a
             // million runs holding none: 0.7 s, against 5 s newest first through the index).
-            guard usesToolSets else { return scansForText ? .scannedFirst(bound: Self.matchBound(limit: limit, runs: runs)) : .newestFirst }
+            guard usesToolSets else { return scansForText ? .scannedFirst(bound: Self.scanBound(limit: limit)) : .newestFirst }
             if toolSets?.isEmpty == true { return .drivenByToolSets }
             let bound = Self.matchBound(limit: limit, runs: runs)
             let (condition, arguments) = toolSetCondition(toolSets)
@@ -453,10 +457,17 @@ extension RunQuery {
         return walked < Double(rarest.calls) ? .newestFirst : .drivenBy(tool: rarest.tool)
     }
 
+    /// The most matches `scannedFirst` keeps: 8 × `limit`. A row read walking newest first
+    /// (through `logs_by_start`, in an order unrelated to the table's) costs about 7 times one
+    /// read in the table's order (5 s and 0.7 s over a million runs), and the walk reads about
+    /// `limit` × runs ÷ matches rows: with fewer matches than this, reading the whole table
+    /// costs less; with more, the scan stops after about 8 × `limit` × runs ÷ matches rows, and
+    /// the walk that follows finds the page.
+    static func scanBound(limit: Int) -> Int { max(1, limit).multipliedSaturating(by: 8) }
+
     /// The number of matches from which walking the runs newest first (about `limit` × runs ÷
     /// matches rows read) costs less than reading every match and sorting them: √(`limit` ×
-    /// runs). The most matches `scannedFirst` keeps, and where the counts that choose between
-    /// an index and the walk stop.
+    /// runs). Where the counts that choose between an index and the walk stop.
     static func matchBound(limit: Int, runs: Int) -> Int {
         Int((Double(max(1, limit)) * Double(max(0, runs))).squareRoot()) + 1
     }
@@ -464,21 +475,23 @@ extension RunQuery {
     /// Calls of the driving tool sampled to estimate how many of its runs the sets of tools keep.
     static let sampledCalls = 200
 
-    /// Whether SQLite should leave `logs_by_stop` aside and find the runs of `stopReasons` some
-    /// other way: walking every run newest first, or through `logs_by_agent`. That index gives
-    /// one reason's runs in the list's order, so the walk stops at the page, however common the
-    /// reason; several reasons' runs come from it a reason at a time and must all be read and
-    /// sorted, which costs more than the walk once they are many. So the runs are counted in the
-    /// index a reason at a time, up to √(`limit` × runs) in all, as the sets of tools are
-    /// (`shape`; the walk looks at about `limit` × runs ÷ matches runs). With an agent's name as
-    /// well, the index of the two with fewer runs is the one to follow: the other's would walk
-    /// past runs the first rules out (SQLite, knowing nothing of either, takes the stop's). On
-    /// PostgreSQL the planner weighs this from its statistics of the columns.
-    func stopsAreCommon(in db: any SQLConnection) throws -> Bool {
+    /// With a stop reason asked for, which filter's index SQLite is to follow, where the
+    /// planner, knowing nothing of how many runs each matches, would take `logs_by_stop`
+    /// (whose order is the list's) over a filter that rules out more: nil when there is no
+    /// choice to make (no stop reason; PostgreSQL, whose planner weighs this from its
+    /// statistics of the columns).
+    ///
+    /// One reason's runs come from `logs_by_stop` newest first, so the walk stops at the page
+    /// however common the reason; several reasons' runs come from it a reason at a time and must
+    /// all be read and sorted, which costs more than walking every run newest first once they
+    /// are many. So the stop's runs are counted in that index, a reason at a time, up to
+    /// `matchBound` in all; then the runs of an agent (an exact name, or a glob with a literal
+    /// start, which `logs_by_agent` answers as a range) and of a parent (`logs_by_parent`) are
+    /// counted up to that many. The filter with the fewest runs leads, the stop on a tie; several
+    /// reasons at the bound with no other filter under it: walk.
+    func stopLead(in db: any SQLConnection) throws -> StopLead? {
         let reasons = Self.distinct(stopReasons)
-        guard !reasons.isEmpty, db.dialect == .sqlite else { return false }
-        let literalAgent = agent.flatMap { Glob($0).isLiteral ? $0 : nil }
-        guard reasons.count > 1 || literalAgent != nil else { return false }
+        guard !reasons.isEmpty, db.dialect == .sqlite else { return nil }
         let runs = try db.value("SELECT COALESCE(MAX(log_id), 0) FROM logs", as: Int.self) ?? 0
         let bound = Self.matchBound(limit: limit, runs: runs)
         func count(_ condition: String, _ arguments: [(any SQLArgument)?], upTo limit: Int) throws -> Int {
@@ -492,9 +505,35 @@ extension RunQuery {
                 ? try count("stop_reason IS NULL", [], upTo: bound - matches)
                 : try count("stop_reason = ?", [reason], upTo: bound - matches)
         }
-        if reasons.count > 1 && matches >= bound { return true }
-        guard let literalAgent else { return false }
-        return try count("agent = ?", [literalAgent], upTo: matches) < matches
+        var lead: (filter: StopLead, runs: Int) = reasons.count > 1 && matches >= bound ? (.walk, matches) : (.stop, matches)
+        if let agent, Glob(agent).isLiteral || Self.globPrefix(agent) != nil {
+            let condition = Glob(agent).isLiteral ? "agent = ?" : db.dialect.glob("agent")
+            let runs = try count(condition, [agent], upTo: lead.runs)
+            if runs < lead.runs { lead = (.agent, runs) }
+        }
+        if let forksOf {
+            let runs = try count("forked_from = ?", [forksOf], upTo: lead.runs)
+            if runs < lead.runs { lead = (.parent, runs) }
+        }
+        return lead.filter
+    }
+
+    /// Which filter's index leads a query with a stop reason (`stopLead(in:)`).
+    enum StopLead: Hashable {
+        /// `logs_by_stop`.
+        case stop
+        /// `logs_by_agent`.
+        case agent
+        /// `logs_by_parent`.
+        case parent
+        /// None: every run walked newest first (`logs_by_start`).
+        case walk
+    }
+
+    /// The literal start of a glob (before its first `*`, `?` or `[`), when it has one.
+    static func globPrefix(_ pattern: String) -> String? {
+        let prefix = pattern.prefix { $0 != "*" && $0 != "?" && $0 != "[" }
+        return prefix.isEmpty ? nil : String(prefix)
     }
 
     /// Whether the agent glob matches so many runs that walking them newest first finds a page
@@ -526,15 +565,15 @@ extension Catalog {
             // No set of tools qualifies: no run can.
             if toolSets?.isEmpty == true { return [] }
             let chosen = try shape ?? query.shape(in: db, toolSets: toolSets)
-            let (walksAgents, walksStops) = (try query.agentGlobIsCommon(in: db), try query.stopsAreCommon(in: db))
+            let (walksAgents, stopLead) = (try query.agentGlobIsCommon(in: db), try query.stopLead(in: db))
             let (sql, arguments) = query.statement(
-                chosen, dialect: db.dialect, walksAgents: walksAgents, walksStops: walksStops, toolSets: toolSets)
+                chosen, dialect: db.dialect, walksAgents: walksAgents, stopLead: stopLead, toolSets: toolSets)
             var rows = try db.rows(sql, arguments)
             // The scan kept as many matches as it may: they are common, and the newest may be
             // among those it did not reach. Walked newest first, they come soon.
             if case .scannedFirst(let bound) = chosen, let first = rows.first, (first["scanned"] as Int) >= bound {
                 let (sql, arguments) = query.statement(
-                    .newestFirst, dialect: db.dialect, walksAgents: walksAgents, walksStops: walksStops, toolSets: toolSets)
+                    .newestFirst, dialect: db.dialect, walksAgents: walksAgents, stopLead: stopLead, toolSets: toolSets)
                 rows = try db.rows(sql, arguments)
             }
             // The files' records (`log_files`), looked up for the page's rows alone: the content
@@ -594,7 +633,7 @@ extension Catalog {
             let toolSets = try query.toolSets(in: db)
             let (sql, arguments) = query.statement(
                 try shape ?? query.shape(in: db, toolSets: toolSets), dialect: db.dialect,
-                walksAgents: try query.agentGlobIsCommon(in: db), walksStops: try query.stopsAreCommon(in: db), toolSets: toolSets)
+                walksAgents: try query.agentGlobIsCommon(in: db), stopLead: try query.stopLead(in: db), toolSets: toolSets)
             return try db.plan(sql, arguments)
         }
     }

@@ -1,4 +1,5 @@
 import AgentRuntime
+import ConfigFile
 import Foundation
 import TestSupport
 import Testing
@@ -288,9 +289,10 @@ struct RunQueryTests {
                 \(numbers)
                 INSERT INTO logs (log_id, path, file_id, generation, status, run_id, agent, model, started_at_us, stop_reason, events,
                     steps, decisions, invalid_decisions, tool_calls, executed_calls, denied_calls, failed_calls, input_tokens,
-                    output_tokens, cost_usd, anomalies, indexed_at_us)
+                    output_tokens, cost_usd, anomalies, indexed_at_us, forked_from)
                 SELECT n, '/logs/run-' || n || '.jsonl.gz', n, 1, 'intact', 'run-' || n, \(agent), 'scripted:m',
-                    1795000000000000 + n * 1000, \(reason), 3, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+                    1795000000000000 + n * 1000, \(reason), 3, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                    CASE WHEN n % 4000 = 1 THEN 'run-parent' END
                 FROM numbers;
 
                 """
@@ -305,30 +307,41 @@ struct RunQueryTests {
             let catalog = try Catalog(path: location)
             defer { try? catalog.close() }
 
-            func query(_ reasons: [String], agent: String? = nil) -> RunQuery {
+            func query(_ reasons: [String], agent: String? = nil, forksOf: String? = nil) -> RunQuery {
                 var query = RunQuery()
                 query.stopReasons = reasons
                 query.agent = agent
+                query.forksOf = forksOf
                 return query
             }
             // What each query must list: its runs, newest first, a page of them.
-            func expected(_ query: RunQuery) -> [String] {
+            func matching(_ query: RunQuery) -> [Int] {
                 (1...Self.stoppedRuns).reversed().filter { n in
-                    query.stopReasons.contains(Self.stopReason(n) ?? "running") && (query.agent.map { $0 == Self.agentName(n) } ?? true)
-                }.prefix(query.limit).map { "/logs/run-\($0).jsonl.gz" }
+                    query.stopReasons.contains(Self.stopReason(n) ?? "running")
+                        && (query.agent.map { Glob($0).matches(Self.agentName(n)) } ?? true)
+                        && (query.forksOf.map { n % 4000 == 1 && $0 == "run-parent" } ?? true)
+                }
             }
+            func expected(_ query: RunQuery) -> [String] { matching(query).prefix(query.limit).map { "/logs/run-\($0).jsonl.gz" } }
             let none = query(["budget_exhausted"])
             let success = query(["success"])
             let common = query(["success", "max_steps"])
             let rare = query(["error", "running"])
             let rareAgent = query(["success"], agent: "agent-rare")
             let commonAgent = query(["error"], agent: "agent-2")
-            for listed in [none, success, common, rare, rareAgent, commonAgent, query(["running"]), query(["max_steps", "max_steps"])] {
-                #expect(try catalog.runs(listed).map(\.path) == expected(listed), "\(listed.stopReasons) \(listed.agent ?? "")")
+            let rareGlob = query(["success"], agent: "agent-r*")
+            let parent = query(["success"], forksOf: "run-parent")
+            let rareReasonsCommonAgent = query(["error", "running"], agent: "agent-2")
+            let all = [none, success, common, rare, rareAgent, commonAgent, rareGlob, parent, rareReasonsCommonAgent]
+            for listed in all + [query(["running"]), query(["max_steps", "max_steps"])] {
+                let name = "\(listed.stopReasons) \(listed.agent ?? "") \(listed.forksOf ?? "")"
+                #expect(try catalog.runs(listed).map(\.path) == expected(listed), "\(name)")
+                // `stats` counts every run the query selects, through the same choice of index.
+                #expect(try catalog.stats(listed).agents.reduce(0) { $0 + $1.runs } == matching(listed).count, "stats: \(name)")
             }
-            #expect(expected(none).isEmpty && expected(rare).count == 24 && expected(rareAgent).count == 20)
+            #expect(expected(none).isEmpty && expected(rare).count == 24 && expected(rareAgent).count == 20 && expected(parent).count == 5)
 
-            let plans = try [none, success, common, rare, rareAgent, commonAgent].map { try catalog.plan($0).joined(separator: "\n") }
+            let plans = try all.map { try catalog.plan($0).joined(separator: "\n") }
             if store == .sqlite {
                 // One reason, rare or common: its runs from the index, in the list's order.
                 for plan in plans[0...1] {
@@ -340,6 +353,11 @@ struct RunQueryTests {
                 // With an agent, the index of the one with fewer runs.
                 #expect(plans[4].contains("logs_by_agent") && !plans[4].contains("logs_by_stop"), "\(plans[4])")
                 #expect(plans[5].contains("logs_by_stop (stop_reason=?)"), "\(plans[5])")
+                // An agent's glob with a literal start is a range of its index; a parent, its own.
+                #expect(plans[6].contains("logs_by_agent") && !plans[6].contains("logs_by_stop"), "\(plans[6])")
+                #expect(plans[7].contains("logs_by_parent") && !plans[7].contains("logs_by_stop"), "\(plans[7])")
+                // Two rare reasons of a common agent: the reasons' few runs, sorted.
+                #expect(plans[8].contains("logs_by_stop") && !plans[8].contains("logs_by_agent"), "\(plans[8])")
                 for plan in plans { #expect(!plan.contains("SCAN logs") || plan.contains("USING INDEX"), "\(plan)") }
             } else {
                 // PostgreSQL weighs the reasons by its statistics: a reason no run has, from the index.
@@ -361,7 +379,10 @@ struct RunQueryTests {
     func textFilter(store: CatalogStoreKind) async throws {
         try await store.withCatalog { directory, location in
             let long = String(repeating: "x", count: 12_000)
-            let inputs = ["Refund 100% of ORDER_7", "refund 100 of order-7", #"path\with\backslash"#, "ÉCOLE résumé", "Plain text", long]
+            let inputs = [
+                "Refund 100% of ORDER_7", "refund 100 of order-7", #"path\with\backslash"#, "ÉCOLE résumé", "Plain text", long,
+                "cafe\u{301} ok", "hello",
+            ]
             var rows = ""
             for (index, input) in inputs.enumerated() {
                 let run = index + 1
@@ -392,8 +413,13 @@ struct RunQueryTests {
                 ("100%", [1]), ("%", [1]), ("order_7", [1]), ("_", [1]), ("ORDER", [1, 2]), ("0 of", [2]), (#"\with\"#, [3]),
                 (#"\"#, [3]), ("école", []), ("RÉSUMÉ", []), ("résumé", [4]), ("ÉCOLE", [4]), ("PLAIN TEXT", [5]),
                 ("/LOGS/5.", [5]), ("RUN-6", [6]), (String(repeating: "X", count: 10_001), [6]), (long + "x", []), ("nothing", []),
+                // A wildcard with a combining mark after it is still itself.
+                ("e\u{301}", [7]), ("_\u{301}", []), ("%\u{301}", []), ("\\\u{301}", []),
             ]
             for (text, answer) in expected { #expect(try runs(holding: text) == answer, "\(text.prefix(20))") }
+            // A NUL in the text is not the end of it (to `LIKE`, `%o`: every value ending in
+            // o, as run 8's does); PostgreSQL refuses the character itself.
+            if store == .sqlite { #expect(try runs(holding: "o\u{0}x").isEmpty && runs(holding: "ello") == [8]) }
             // The text alone: the table read in its order, its matches sorted; where the scan
             // keeps as many as it may (a bound of 1 or 2 here), the runs walked newest first. Every
             // shape lists the same runs in the same order.

@@ -96,7 +96,10 @@ public enum SQLDialect: String, Sendable {
             // `LIKE` reads each row's text in place, where `lower` made a folded copy of it: a
             // third of the time over a million runs that do not match. Its pattern has a length
             // limit (50,000 bytes); text as long as that is looked for the other way.
-            guard text.utf8.count <= Self.longestLikeText else { return ("instr(lower(\(column)), lower(?)) > 0", .text(text)) }
+            // A NUL would end the pattern there.
+            guard text.utf8.count <= Self.longestLikeText, !text.utf8.contains(0) else {
+                return ("instr(lower(\(column)), lower(?)) > 0", .text(text))
+            }
             return ("\(column) LIKE ? ESCAPE '\\'", .text("%" + Self.likeEscaped(text) + "%"))
         case .postgres:
             return ("strpos(lower(\(column) COLLATE \"C\"), lower(CAST(? AS TEXT) COLLATE \"C\")) > 0", .text(text))
@@ -108,12 +111,14 @@ public enum SQLDialect: String, Sendable {
 
     /// `text` as itself in a `LIKE` pattern whose escape is `\`.
     static func likeEscaped(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            if character == "\\" || character == "%" || character == "_" { escaped.append("\\") }
-            escaped.append(character)
+        // Scalar by scalar: a `%` with a combining mark after it is one `Character`, and still
+        // a wildcard to `LIKE`.
+        var escaped = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if scalar == "\\" || scalar == "%" || scalar == "_" { escaped.append("\\") }
+            escaped.append(scalar)
         }
-        return escaped
+        return String(escaped)
     }
 
     func hasPrefix(_ column: String) -> String {
