@@ -15,8 +15,8 @@ enum CatalogSchema {
     /// filter on a stop reason few runs have (`runs --stop budget_exhausted`, `serve`'s
     /// `?stop=…`) walked every run newest first to find the few: over a million runs and none
     /// matching, every row (2–5 s). With one reason (or `running`) the index gives its runs in
-    /// the list's order, so the walk stops at the page; with several, `RunQuery.stopsAreCommon`
-    /// chooses between this index and the walk.
+    /// the list's order, so the walk stops at the page; with several, or with another filter an
+    /// index answers, `RunQuery.stopLead` chooses the index to follow.
     static let version16 = """
         CREATE INDEX logs_by_stop ON logs (stop_reason, started_at_us DESC, path);
         """

@@ -86,17 +86,17 @@ public enum SQLDialect: String, Sendable {
         }
     }
 
-    /// A condition that `column` starts with the text bound to the next `?`.
-    /// `column` holds `text`, ignoring the case of ASCII letters (SQLite's `LIKE` and `lower`
-    /// fold only those; on PostgreSQL both sides are folded in the "C" collation the columns
-    /// have, so both stores match the same rows): the condition, and what to bind to its `?`.
+    /// A condition that `column` holds `text`, ignoring the case of ASCII letters (SQLite's
+    /// `LIKE` and `lower` fold only those; on PostgreSQL both sides are folded in the "C"
+    /// collation the columns have, so both stores match the same rows): the condition, and what
+    /// to bind to its `?`.
     func contains(ignoringCase text: String, in column: String) -> (sql: String, argument: CatalogValue) {
         switch self {
         case .sqlite:
             // `LIKE` reads each row's text in place, where `lower` made a folded copy of it: a
             // third of the time over a million runs that do not match. Its pattern has a length
-            // limit (50,000 bytes); text as long as that is looked for the other way.
-            // A NUL would end the pattern there.
+            // limit (50,000 bytes), and ends at a NUL: a text that long, or holding one, is looked
+            // for the other way.
             guard text.utf8.count <= Self.longestLikeText, !text.utf8.contains(0) else {
                 return ("instr(lower(\(column)), lower(?)) > 0", .text(text))
             }
@@ -121,6 +121,7 @@ public enum SQLDialect: String, Sendable {
         return String(escaped)
     }
 
+    /// A condition that `column` starts with the text bound to the next `?`.
     func hasPrefix(_ column: String) -> String {
         switch self {
         case .sqlite: return "instr(\(column), ?) = 1"
