@@ -425,10 +425,7 @@ extension RunQuery {
             if toolSets?.isEmpty == true { return .drivenByToolSets }
             let bound = Self.matchBound(limit: limit, runs: runs)
             let (condition, arguments) = toolSetCondition(toolSets)
-            let matches =
-                try db.value(
-                    "SELECT COUNT(*) FROM (SELECT 1 FROM logs WHERE \(condition) LIMIT \(bound)) AS found", arguments, as: Int.self)
-                ?? 0
+            let matches = try Self.countRuns(where: condition, arguments, upTo: bound, in: db)
             return matches < bound ? .drivenByToolSets : .newestFirst
         }
         let bound = runs / 2
@@ -495,8 +492,7 @@ extension RunQuery {
         let runs = try db.value("SELECT COALESCE(MAX(log_id), 0) FROM logs", as: Int.self) ?? 0
         let bound = Self.matchBound(limit: limit, runs: runs)
         func count(_ condition: String, _ arguments: [(any SQLArgument)?], upTo limit: Int) throws -> Int {
-            try db.value(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM logs WHERE \(condition) LIMIT ?) AS found", arguments + [limit], as: Int.self) ?? 0
+            try Self.countRuns(where: condition, arguments, upTo: limit, in: db)
         }
         var matches = 0
         for reason in reasons where matches < bound {
@@ -541,11 +537,18 @@ extension RunQuery {
     func agentGlobIsCommon(in db: any SQLConnection) throws -> Bool {
         guard let agent, !Glob(agent).isLiteral, db.dialect == .sqlite else { return false }
         let bound = max(1, limit).multipliedSaturating(by: 20)
-        let matches =
-            try db.value(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM logs WHERE \(db.dialect.glob("agent")) LIMIT ?) AS found",
-                [agent, bound], as: Int.self) ?? 0
-        return matches >= bound
+        return try Self.countRuns(where: db.dialect.glob("agent"), [agent], upTo: bound, in: db) >= bound
+    }
+
+    /// How many runs meet `condition`, counting no further than `bound` (so that asking costs
+    /// at most that many rows of the index that answers it): what chooses between an index and
+    /// the walk.
+    static func countRuns(
+        where condition: String, _ arguments: [(any SQLArgument)?], upTo bound: Int, in db: any SQLConnection
+    ) throws -> Int {
+        try db.value(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM logs WHERE \(condition) LIMIT ?) AS found", arguments + [max(0, bound)], as: Int.self)
+            ?? 0
     }
 }
 
