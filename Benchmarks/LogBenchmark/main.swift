@@ -293,10 +293,10 @@ for _ in 0..<settings.repetitions {
             var hashes = 0
             for run in runs {
                 for (sequence, (payload, step)) in run.events.enumerated() {
-                    writer.bytes.removeAll(keepingCapacity: true)
+                    writer.removeAll()
                     Event(runId: run.runId, sequence: sequence, step: step, timeUs: 0, previousHash: ContentHash.genesis, payload: payload)
                         .encode(into: &writer)
-                    hashes &+= writer.bytes.withUnsafeBytes { ContentHash.sha256Hex($0) }.utf8.count
+                    hashes &+= writer.withUnsafeBytes { ContentHash.sha256Hex($0) }.utf8.count
                 }
             }
             precondition(hashes > 0)

@@ -38,10 +38,10 @@ extension JSONObjectEncodable {
     }
 
     public func write(to writer: inout JSONWriter) {
-        let start = writer.bytes.count
+        let start = writer.count
         let isInKeyOrder = JSONObjectWriter.write(into: &writer) { members(into: &$0) }
         if !isInKeyOrder {
-            writer.bytes.removeSubrange(start...)
+            writer.truncate(to: start)
             writer.write(json)
         }
     }
@@ -85,9 +85,9 @@ public struct JSONObjectWriter: JSONMemberSink {
     static func write(into writer: inout JSONWriter, _ body: (inout JSONObjectWriter) -> Void) -> Bool {
         var object = JSONObjectWriter()
         swap(&object.writer, &writer)
-        object.writer.bytes.append(UInt8(ascii: "{"))
+        object.writer.append(UInt8(ascii: "{"))
         body(&object)
-        object.writer.bytes.append(UInt8(ascii: "}"))
+        object.writer.append(UInt8(ascii: "}"))
         swap(&object.writer, &writer)
         return object.isInKeyOrder
     }
@@ -160,12 +160,12 @@ extension JSONValue: JSONRepresentable {
 extension Array: JSONEncodable where Element: JSONEncodable {
     public var json: JSONValue { .array(map(\.json)) }
     public func write(to writer: inout JSONWriter) {
-        writer.bytes.append(UInt8(ascii: "["))
+        writer.append(UInt8(ascii: "["))
         for (position, element) in enumerated() {
-            if position > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+            if position > 0 { writer.append(UInt8(ascii: ",")) }
             element.write(to: &writer)
         }
-        writer.bytes.append(UInt8(ascii: "]"))
+        writer.append(UInt8(ascii: "]"))
     }
 }
 

@@ -297,7 +297,7 @@ extension JSONText: JSONRepresentable {
     public var json: JSONValue { value }
 
     public func write(to writer: inout JSONWriter) {
-        writer.bytes.append(contentsOf: bytes)
+        writer.append(contentsOf: bytes)
     }
 }
 

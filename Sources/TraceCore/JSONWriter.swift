@@ -3,13 +3,106 @@
 /// control characters escaped, integers in decimal, doubles in their shortest round-trip form.
 ///
 /// The same value always gives the same bytes; hashes and digests depend on that.
+///
+/// The bytes are kept in memory of the writer's own (`Storage`), written through a pointer: an
+/// encoding is thousands of appends of a few bytes each (a member's name, an integer, a short
+/// string), and appending to an array checks its uniqueness and capacity and goes through a
+/// generic copy for each (issue 76: a quarter of the state digests' time). `bytes` gives them
+/// as an array; the hot paths use `count`, `append`, `removeAll()` and `withUnsafeBytes`.
 public struct JSONWriter: Sendable {
-    /// The bytes written so far.
-    public var bytes: [UInt8]
+    /// The memory the bytes are in: owned by one writer, copied before a write when a copy of
+    /// the writer shares it (a writer is a value, as an array is).
+    final class Storage: @unchecked Sendable {
+        let base: UnsafeMutablePointer<UInt8>
+        let capacity: Int
+
+        init(capacity: Int) {
+            self.capacity = capacity
+            base = .allocate(capacity: capacity)
+        }
+
+        deinit { base.deallocate() }
+    }
+
+    /// None until the first write when made with no capacity (a writer that only stands in for
+    /// another, as in a swap, allocates nothing).
+    private var storage: Storage?
+    /// How many bytes of `storage` are written.
+    public private(set) var count = 0
 
     public init(capacity: Int = 256) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        storage = capacity > 0 ? Storage(capacity: capacity) : nil
+    }
+
+    /// The bytes written so far. Setting them replaces what was written.
+    public var bytes: [UInt8] {
+        get { withUnsafeBytes { Array($0) } }
+        set {
+            removeAll()
+            newValue.withUnsafeBytes { append(contentsOf: $0) }
+        }
+    }
+
+    /// Room for `extra` more bytes, in memory of this writer's alone: where they go.
+    @inline(__always)
+    mutating func reserve(_ extra: Int) -> UnsafeMutablePointer<UInt8> {
+        if _slowPath(!isKnownUniquelyReferenced(&storage) || storage.unsafelyUnwrapped.capacity - count < extra) { grow(extra) }
+        return storage.unsafelyUnwrapped.base + count
+    }
+
+    /// A new storage of this writer's own with room for `extra` more bytes (at least twice the
+    /// old capacity when it grows, so that appends take amortized constant time).
+    @inline(never)
+    private mutating func grow(_ extra: Int) {
+        let needed = count + extra
+        let old = storage?.capacity ?? 0
+        let new = Storage(capacity: old >= needed ? old : max(needed, old * 2, 64))
+        if let storage { new.base.update(from: storage.base, count: count) }
+        storage = new
+    }
+
+    /// Appends one byte.
+    @inline(__always)
+    public mutating func append(_ byte: UInt8) {
+        reserve(1).initialize(to: byte)
+        count += 1
+    }
+
+    /// Appends raw bytes.
+    @inline(__always)
+    public mutating func append(contentsOf source: UnsafeRawBufferPointer) {
+        guard let from = source.baseAddress, source.count > 0 else { return }
+        let count = source.count
+        UnsafeMutableRawPointer(reserve(count)).copyMemory(from: from, byteCount: count)
+        self.count += count
+    }
+
+    /// Appends the bytes of an array.
+    public mutating func append(contentsOf source: [UInt8]) {
+        source.withUnsafeBytes { append(contentsOf: $0) }
+    }
+
+    /// Appends a string's UTF-8 as it is (no quotes, no escapes).
+    public mutating func append(utf8 text: String) {
+        var text = text
+        text.withUTF8 { append(contentsOf: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Forgets what was written, keeping the memory for what comes next.
+    public mutating func removeAll() {
+        if let capacity = storage?.capacity, !isKnownUniquelyReferenced(&storage) { storage = Storage(capacity: capacity) }
+        count = 0
+    }
+
+    /// Forgets what was written after the first `length` bytes.
+    public mutating func truncate(to length: Int) {
+        precondition(length >= 0 && length <= count, "JSONWriter.truncate: \(length) is outside 0...\(count)")
+        count = length
+    }
+
+    /// Calls `body` with the bytes written so far.
+    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(UnsafeRawBufferPointer(start: storage?.base, count: count))
     }
 
     /// The canonical encoding of one value.
@@ -39,21 +132,21 @@ public struct JSONWriter: Sendable {
         case .double(let number): write(number)
         case .string(let text): write(text)
         case .array(let elements):
-            bytes.append(UInt8(ascii: "["))
+            append(UInt8(ascii: "["))
             for (position, element) in elements.enumerated() {
-                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                if position > 0 { append(UInt8(ascii: ",")) }
                 write(element)
             }
-            bytes.append(UInt8(ascii: "]"))
+            append(UInt8(ascii: "]"))
         case .object(let object):
-            bytes.append(UInt8(ascii: "{"))
+            append(UInt8(ascii: "{"))
             for (position, member) in object.members.enumerated() {
-                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                if position > 0 { append(UInt8(ascii: ",")) }
                 write(member.key)
-                bytes.append(UInt8(ascii: ":"))
+                append(UInt8(ascii: ":"))
                 write(member.value)
             }
-            bytes.append(UInt8(ascii: "}"))
+            append(UInt8(ascii: "}"))
         }
     }
 
@@ -62,7 +155,7 @@ public struct JSONWriter: Sendable {
     public static func encodePretty(_ value: JSONValue) -> String {
         var writer = JSONWriter()
         writer.writePretty(value, indent: 0)
-        writer.bytes.append(0x0A)
+        writer.append(0x0A)
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
@@ -71,37 +164,37 @@ public struct JSONWriter: Sendable {
 
     private mutating func writePretty(_ value: JSONValue, indent: Int) {
         func newline(_ level: Int) {
-            bytes.append(0x0A)
+            append(0x0A)
             // Copied from a line of spaces, a few bytes at a time: appending a repeated element
             // went byte by byte (in a debug build, most of writing a 50,000-case report).
             var left = level * 2
             while left > 0 {
                 let count = min(left, Self.spaces.count)
-                bytes.append(contentsOf: Self.spaces[..<count])
+                Self.spaces.withUnsafeBytes { append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
                 left -= count
             }
         }
         switch value {
         case .array(let elements) where !elements.isEmpty:
-            bytes.append(UInt8(ascii: "["))
+            append(UInt8(ascii: "["))
             for (position, element) in elements.enumerated() {
-                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                if position > 0 { append(UInt8(ascii: ",")) }
                 newline(indent + 1)
                 writePretty(element, indent: indent + 1)
             }
             newline(indent)
-            bytes.append(UInt8(ascii: "]"))
+            append(UInt8(ascii: "]"))
         case .object(let object) where !object.isEmpty:
-            bytes.append(UInt8(ascii: "{"))
+            append(UInt8(ascii: "{"))
             for (position, member) in object.members.enumerated() {
-                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                if position > 0 { append(UInt8(ascii: ",")) }
                 newline(indent + 1)
                 write(member.key)
                 writeRaw(": ")
                 writePretty(member.value, indent: indent + 1)
             }
             newline(indent)
-            bytes.append(UInt8(ascii: "}"))
+            append(UInt8(ascii: "}"))
         default:
             write(value)
         }
@@ -110,6 +203,11 @@ public struct JSONWriter: Sendable {
     /// The nesting depth of encoded JSON `bytes` when it is more than `limit`, else nil: one
     /// pass over the bytes, skipping strings, so a writer can refuse what a reader would.
     public static func nestingDepth(of bytes: [UInt8], exceeding limit: Int) -> Int? {
+        bytes.withUnsafeBytes { nestingDepth(of: $0, exceeding: limit) }
+    }
+
+    /// The nesting depth of the encoded JSON in `bytes` when it is more than `limit`, else nil.
+    public static func nestingDepth(of bytes: UnsafeRawBufferPointer, exceeding limit: Int) -> Int? {
         // Each level opens with `{` or `[`: fewer of them than the limit cannot exceed it, and
         // counting them is a fraction of the exact scan (most lines end here).
         if bytes.count <= limit || openingBracketCount(bytes) <= limit { return nil }
@@ -151,78 +249,77 @@ public struct JSONWriter: Sendable {
         return (deepest, depth, isInString)
     }
 
-    /// How many `{` and `[` bytes `bytes` holds, strings included; eight bytes at a time.
-    static func openingBracketCount(_ bytes: [UInt8]) -> Int {
-        bytes.withUnsafeBytes { buffer in
-            // `{` is 0x7B and `[` is 0x5B: with bit 0x20 set, both are 0x7B.
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
-            var count = 0
-            var index = 0
-            while index + 8 <= buffer.count {
-                let word = buffer.loadUnaligned(fromByteOffset: index, as: UInt64.self) | (ones &* 0x20)
-                let difference = word ^ (ones &* 0x7B)
-                // A byte's high bit is set here exactly when the byte of `difference` is zero.
-                let zeros = ~(((difference & low7) &+ low7) | difference | low7)
-                count += zeros.nonzeroBitCount
-                index += 8
-            }
-            while index < buffer.count {
-                if buffer[index] | 0x20 == 0x7B { count += 1 }
-                index += 1
-            }
-            return count
+    /// How many `{` and `[` bytes `buffer` holds, strings included; eight bytes at a time.
+    static func openingBracketCount(_ buffer: UnsafeRawBufferPointer) -> Int {
+        // `{` is 0x7B and `[` is 0x5B: with bit 0x20 set, both are 0x7B.
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        var count = 0
+        var index = 0
+        while index + 8 <= buffer.count {
+            let word = buffer.loadUnaligned(fromByteOffset: index, as: UInt64.self) | (ones &* 0x20)
+            let difference = word ^ (ones &* 0x7B)
+            // A byte's high bit is set here exactly when the byte of `difference` is zero.
+            let zeros = ~(((difference & low7) &+ low7) | difference | low7)
+            count += zeros.nonzeroBitCount
+            index += 8
         }
+        while index < buffer.count {
+            if buffer[index] | 0x20 == 0x7B { count += 1 }
+            index += 1
+        }
+        return count
     }
 
     /// Appends `,"key":` (`"key":` for an object's first member) in one copy: a member name
-    /// is written once per member, and byte-by-byte appends cost a uniqueness and capacity
-    /// check each. `key` is ASCII without characters that need escaping.
+    /// is written once per member. `key` is ASCII without characters that need escaping.
     @inline(__always)
     mutating func writeMemberName(_ key: StaticString, isFirst: Bool) {
-        key.withUTF8Buffer { name in
-            let count = name.count + (isFirst ? 3 : 4)
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
-                var position = 0
-                if !isFirst {
-                    buffer[0] = UInt8(ascii: ",")
-                    position = 1
-                }
-                buffer[position] = UInt8(ascii: "\"")
-                for byte in name {
-                    position += 1
-                    buffer[position] = byte
-                }
-                buffer[position + 1] = UInt8(ascii: "\"")
-                buffer[position + 2] = UInt8(ascii: ":")
-                bytes.append(contentsOf: UnsafeBufferPointer(buffer))
-            }
+        let length = key.utf8CodeUnitCount
+        let count = length + (isFirst ? 3 : 4)
+        var to = reserve(count)
+        if !isFirst {
+            to.initialize(to: UInt8(ascii: ","))
+            to += 1
         }
+        to.initialize(to: UInt8(ascii: "\""))
+        key.withUTF8Buffer { name in
+            if let from = name.baseAddress { (to + 1).initialize(from: from, count: length) }
+        }
+        (to + 1 + length).initialize(to: UInt8(ascii: "\""))
+        (to + 2 + length).initialize(to: UInt8(ascii: ":"))
+        self.count += count
     }
 
     /// Appends ASCII text as it is (punctuation, literals, pre-encoded keys).
     public mutating func writeRaw(_ text: StaticString) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        text.withUTF8Buffer { append(contentsOf: UnsafeRawBufferPointer($0)) }
     }
 
     public mutating func write(_ number: Int) {
         if number >= 0 && number < 10 {
-            bytes.append(UInt8(ascii: "0") + UInt8(number))
+            append(UInt8(ascii: "0") + UInt8(number))
             return
         }
         var magnitude = number.magnitude
-        if number < 0 { bytes.append(UInt8(ascii: "-")) }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
-        withUnsafeMutableBytes(of: &digits) { raw in
-            let scratch = raw.bindMemory(to: UInt8.self)
-            var position = scratch.count
-            repeat {
-                position -= 1
-                scratch[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[position...]))
+        // The digits are counted first (an `Int`'s magnitude has at most 19), then written from
+        // the last one back, straight where they go.
+        var digits = 1
+        var bound: UInt = 10
+        while digits < 19 && magnitude >= bound {
+            digits += 1
+            bound &*= 10
         }
+        let sign = number < 0 ? 1 : 0
+        let to = reserve(sign + digits)
+        if sign == 1 { to.initialize(to: UInt8(ascii: "-")) }
+        var position = to + sign + digits
+        repeat {
+            position -= 1
+            position.initialize(to: UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        count += sign + digits
     }
 
     public mutating func write(_ number: Double) {
@@ -230,14 +327,24 @@ public struct JSONWriter: Sendable {
             writeRaw("null")
             return
         }
-        bytes.append(contentsOf: number.description.utf8)
+        append(utf8: number.description)
     }
 
     /// Writes a string literal with the escapes JSON requires and no others.
     public mutating func write(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
+            // Most strings need no escape: they are copied whole, quotes and all, in one piece.
+            if !JSONWriter.needsEscape(utf8) {
+                let count = utf8.count
+                let to = reserve(count + 2)
+                to.initialize(to: UInt8(ascii: "\""))
+                if let from = utf8.baseAddress { (to + 1).initialize(from: from, count: count) }
+                (to + 1 + count).initialize(to: UInt8(ascii: "\""))
+                self.count += count + 2
+                return
+            }
+            append(UInt8(ascii: "\""))
             var runStart = 0
             var index = 0
             while index < utf8.count {
@@ -253,7 +360,7 @@ public struct JSONWriter: Sendable {
                 index += 1
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
                 let at = index - 1
-                if runStart < at { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<at])) }
+                if runStart < at { append(contentsOf: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart..<at]))) }
                 runStart = index
                 switch byte {
                 case UInt8(ascii: "\""): writeRaw("\\\"")
@@ -265,13 +372,31 @@ public struct JSONWriter: Sendable {
                 case 0x0C: writeRaw("\\f")
                 default:
                     writeRaw("\\u00")
-                    bytes.append(JSONWriter.hexDigits[Int(byte >> 4)])
-                    bytes.append(JSONWriter.hexDigits[Int(byte & 0x0F)])
+                    append(JSONWriter.hexDigits[Int(byte >> 4)])
+                    append(JSONWriter.hexDigits[Int(byte & 0x0F)])
                 }
             }
-            if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
+            if runStart < utf8.count { append(contentsOf: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart...]))) }
+            append(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any byte of `utf8` is a control character, `"` or `\\`: eight bytes at a time.
+    @inline(__always)
+    static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = utf8.baseAddress else { return false }
+        let raw = UnsafeRawPointer(base)
+        var index = 0
+        while index + 8 <= utf8.count {
+            if needsEscape(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) { return true }
+            index += 8
+        }
+        while index < utf8.count {
+            let byte = base[index]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
+            index += 1
+        }
+        return false
     }
 
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

@@ -162,7 +162,7 @@ public enum LogUpgrade {
         private var line = JSONWriter(capacity: 4096)
 
         mutating func add(_ event: Event) {
-            line.bytes.removeAll(keepingCapacity: true)
+            line.removeAll()
             line.writeRaw("[")
             line.write(event.kind)
             line.writeRaw(",")
@@ -175,7 +175,7 @@ public enum LogUpgrade {
                 event.payload.writeData(to: &line)
             }
             line.writeRaw("]\n")
-            line.bytes.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+            line.withUnsafeBytes { hasher.update(bufferPointer: $0) }
             count += 1
         }
 

@@ -366,15 +366,15 @@ public final class LogWriter {
                         delta: delta))
             }
         }
-        lineWriter.bytes.removeAll(keepingCapacity: true)
+        lineWriter.removeAll()
         event.encode(into: &lineWriter)
         // A stored content was searched as its own bytes above (what the line adds is its hash,
         // media type and encoding): a second search of a request of megabytes, escaped, finds
         // nothing the first did not.
         var isContentJudged = false
         if case .contentStored = payload { isContentJudged = true }
-        if !isContentJudged, let redactor = options.redactor, redactor.mayRedact(lineWriter.bytes),
-            let redacted = redactor.redact(String(decoding: lineWriter.bytes, as: UTF8.self))
+        if !isContentJudged, let redactor = options.redactor, lineWriter.withUnsafeBytes({ redactor.mayRedact(in: $0) }),
+            let redacted = redactor.redact(lineWriter.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
         {
             // The event as written is the redacted one: the caller folds that, as a replay will.
             lineWriter.bytes = Array(redacted.utf8)
@@ -388,17 +388,17 @@ public final class LogWriter {
         }
         // A line past the reader's limit is refused whole, before anything of it is written:
         // the log stays readable, and the writer usable.
-        if lineWriter.bytes.count + 1 > options.maximumLineBytes {
+        if lineWriter.count + 1 > options.maximumLineBytes {
             throw LogError(
                 .eventTooLarge,
-                "event seq \(nextSequence) (\(payload.kind)) is \(lineWriter.bytes.count + 1) bytes as a line; a log line may hold at most "
+                "event seq \(nextSequence) (\(payload.kind)) is \(lineWriter.count + 1) bytes as a line; a log line may hold at most "
                     + "\(options.maximumLineBytes) (readers stop at a member of \(options.readerMemberLimit) bytes), so it is not written",
                 path: path, sequence: nextSequence,
                 hint:
                     "keep large values out of events: a model reply within max_reply_bytes, large output as stored content of a size readers take"
             )
         }
-        if let depth = JSONWriter.nestingDepth(of: lineWriter.bytes, exceeding: JSONParser.maximumDepth) {
+        if let depth = lineWriter.withUnsafeBytes({ JSONWriter.nestingDepth(of: $0, exceeding: JSONParser.maximumDepth) }) {
             throw LogError(
                 .refusedEvent,
                 "event seq \(nextSequence) (\(payload.kind)) nests \(depth)+ levels deep; readers stop at \(JSONParser.maximumDepth), so it is not written",
@@ -408,19 +408,19 @@ public final class LogWriter {
         lastTimeUs = timeUs
         if let wholePacket {
             if case .contextBuilt(let written) = event.payload, written.delta != nil {
-                packetBytes.sinceWhole += lineWriter.bytes.count
+                packetBytes.sinceWhole += lineWriter.count
             } else {
-                packetBytes = (lineWriter.bytes.count, 0)
+                packetBytes = (lineWriter.count, 0)
             }
             lastPacket = (nextSequence, wholePacket)
         }
-        if !linksMembers { lastHash = lineWriter.bytes.withUnsafeBytes { ContentHash.sha256Hex($0) } }
-        lineWriter.bytes.append(0x0A)
-        if linksMembers { memberText.append(contentsOf: lineWriter.bytes) }
-        lineWriter.bytes.withUnsafeBytes { deflater.deflate($0, flush: Z_NO_FLUSH) }
+        if !linksMembers { lastHash = lineWriter.withUnsafeBytes { ContentHash.sha256Hex($0) } }
+        lineWriter.append(0x0A)
+        if linksMembers { lineWriter.withUnsafeBytes { memberText.append(contentsOf: $0) } }
+        lineWriter.withUnsafeBytes { deflater.deflate($0, flush: Z_NO_FLUSH) }
         nextSequence += 1
-        memberInput += lineWriter.bytes.count
-        jsonlBytes += lineWriter.bytes.count
+        memberInput += lineWriter.count
+        jsonlBytes += lineWriter.count
         eventsSinceFlush += 1
         lastEventWasSignature = { if case .unknown(LogSigner.kind, _) = payload { return true } else { return false } }()
         return event

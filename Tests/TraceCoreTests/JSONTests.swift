@@ -235,6 +235,57 @@ struct JSONTests {
         #expect(checked > 1000)
     }
 
+    @Test("integers are written in decimal at every length, Int.min and Int.max included")
+    func integersAtEveryLength() {
+        var numbers: [Int] = [0, 9, 10, -1, -9, -10, .max, .min, .max - 1, .min + 1]
+        var power = 1
+        for _ in 0..<18 {
+            power *= 10
+            numbers += [power - 1, power, power + 1, -(power - 1), -power, -(power + 1)]
+        }
+        var writer = JSONWriter(capacity: 0)
+        for number in numbers {
+            writer.removeAll()
+            writer.write(number)
+            #expect(writer.bytes == Array(String(number).utf8), "\(number)")
+        }
+    }
+
+    @Test("a writer is a value: a copy written to, emptied or cut leaves the original as it was, at any capacity")
+    func writerCopiesAreIndependent() {
+        for capacity in [0, 1, 16, 4096] {
+            var writer = JSONWriter(capacity: capacity)
+            #expect(writer.bytes.isEmpty && writer.count == 0)
+            writer.write("first")
+            let before = writer
+            writer.write(12345)
+            #expect(String(decoding: before.bytes, as: UTF8.self) == #""first""#)
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == #""first"12345"#)
+            var emptied = writer
+            emptied.removeAll()
+            emptied.write("x")
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == #""first"12345"#)
+            #expect(String(decoding: emptied.bytes, as: UTF8.self) == #""x""#)
+            var cut = writer
+            cut.truncate(to: 3)
+            cut.writeRaw("true")
+            #expect(String(decoding: cut.bytes, as: UTF8.self) == #""fitrue"#)
+            #expect(writer.count == 12)
+            // Growing well past the first capacity keeps every byte in place.
+            var long = before
+            var expected = Array(#""first""#.utf8)
+            for index in 0..<5_000 {
+                long.write(index)
+                long.append(UInt8(ascii: ","))
+                expected += Array("\(index),".utf8)
+            }
+            #expect(long.bytes == expected)
+            #expect(before.bytes == Array(#""first""#.utf8))
+            long.bytes = Array("[1]".utf8)
+            #expect(long.withUnsafeBytes { Array($0) } == Array("[1]".utf8))
+        }
+    }
+
     @Test("the nesting check finds a value one level too deep wherever its brackets fall, and only then")
     func nestingDepthAtEveryAlignment() {
         let limit = JSONParser.maximumDepth

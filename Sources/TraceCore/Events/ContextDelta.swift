@@ -29,11 +29,11 @@ public enum ListEdit<Item: JSONRepresentable & Hashable>: JSONRepresentable, Has
     public func write(to writer: inout JSONWriter) {
         switch self {
         case .copy(let start, let count):
-            writer.bytes.append(UInt8(ascii: "["))
+            writer.append(UInt8(ascii: "["))
             writer.write(start)
-            writer.bytes.append(UInt8(ascii: ","))
+            writer.append(UInt8(ascii: ","))
             writer.write(count)
-            writer.bytes.append(UInt8(ascii: "]"))
+            writer.append(UInt8(ascii: "]"))
         case .item(let item): item.write(to: &writer)
         }
     }

@@ -204,9 +204,9 @@ public struct PipelineStateDigester: Sendable {
         }
         for (index, revision) in state.taskRevisions.enumerated() where revisions[index] != revision {
             revisions[index] = revision
-            writer.bytes.removeAll(keepingCapacity: true)
+            writer.removeAll()
             state.tasks[index].write(to: &writer)
-            let hash = writer.bytes.withUnsafeBytes { SHA256.hash(data: $0) }
+            let hash = writer.withUnsafeBytes { SHA256.hash(data: $0) }
             Self.store(hash, in: &taskHashes, at: index * Self.hashSize)
             isChunkStale[index / Self.chunkSize] = true
         }
@@ -221,9 +221,9 @@ public struct PipelineStateDigester: Sendable {
         rest.set("breakers", state.breakers.sorted { $0.key < $1.key }.map { $0.value.state.rawValue + ":" + $0.key })
         rest.set("paused", state.isPaused)
         rest.set("stop", state.stop?.status)
-        writer.bytes.removeAll(keepingCapacity: true)
+        writer.removeAll()
         writer.write(rest.json)
-        top.append(contentsOf: writer.bytes)
+        writer.withUnsafeBytes { top.append(contentsOf: $0) }
         return top.withUnsafeBytes { SHA256.hash(data: $0) }.withUnsafeBytes { "sha256:" + ContentHash.hex($0) }
     }
 

@@ -201,5 +201,5 @@ private struct EncodedList: JSONEncodable {
 
     var json: JSONValue { (try? JSONParser.parse(bytes)) ?? .array([]) }
 
-    func write(to writer: inout JSONWriter) { writer.bytes.append(contentsOf: bytes) }
+    func write(to writer: inout JSONWriter) { writer.append(contentsOf: bytes) }
 }

@@ -35,10 +35,10 @@ public struct StateDigester: Sendable, StateListEncoder {
     private var firstTouchedCall = Int.max
     /// Whether a tracked event set the start since it was hashed.
     private var isStartTouched = false
-    /// The bytes of the last state view and of the last list element hashed, kept for their
-    /// capacity: a digest per step would otherwise allocate both each time.
-    private var viewBytes: [UInt8] = []
-    private var elementBytes: [UInt8] = []
+    /// The writers of the last state view and of the last list element hashed, kept for their
+    /// memory: a digest per step would otherwise allocate both each time.
+    private var viewWriter = JSONWriter(capacity: 0)
+    private var elementWriter = JSONWriter(capacity: 0)
 
     /// The chain over an append-only list: how many elements it covers, the last link, and how
     /// many of those elements were settled (dropped from the front of the state's list).
@@ -74,11 +74,11 @@ public struct StateDigester: Sendable, StateListEncoder {
     /// `sha256:<hex>` of the state's digest view (see `RunState.digest`).
     public mutating func digest(of state: RunState) -> String {
         var writer = JSONWriter(capacity: 0)
-        swap(&writer.bytes, &viewBytes)
-        writer.bytes.removeAll(keepingCapacity: true)
+        swap(&writer, &viewWriter)
+        writer.removeAll()
         writer.writeObject { state.canonicalMembers(into: &$0, &self) }
-        defer { swap(&writer.bytes, &viewBytes) }
-        return ContentHash.sha256(writer.bytes)
+        defer { swap(&writer, &viewWriter) }
+        return writer.withUnsafeBytes { ContentHash.sha256($0) }
     }
 
     /// What the digest view shows of a list: `{"chain": c, "count": n}`.
@@ -115,19 +115,19 @@ public struct StateDigester: Sendable, StateListEncoder {
     }
 
     mutating func decisions(_ decisions: [DecisionRecord]) -> ListDigest {
-        Self.append(&decisionChain, &lastDecision, decisions, isTracking: isTracking, buffer: &elementBytes)
+        Self.append(&decisionChain, &lastDecision, decisions, isTracking: isTracking, writer: &elementWriter)
     }
 
     mutating func contents(_ contents: [ContentReference]) -> ListDigest {
-        Self.append(&contentChain, &lastContent, contents, isTracking: isTracking, buffer: &elementBytes)
+        Self.append(&contentChain, &lastContent, contents, isTracking: isTracking, writer: &elementWriter)
     }
 
     mutating func anomalies(_ anomalies: [Anomaly]) -> ListDigest {
-        Self.append(&anomalyChain, &lastAnomaly, anomalies, isTracking: isTracking, buffer: &elementBytes)
+        Self.append(&anomalyChain, &lastAnomaly, anomalies, isTracking: isTracking, writer: &elementWriter)
     }
 
     mutating func userTurns(_ turns: [UserTurnRecord]) -> ListDigest {
-        Self.append(&userTurnChain, &lastUserTurn, turns, isTracking: isTracking, buffer: &elementBytes)
+        Self.append(&userTurnChain, &lastUserTurn, turns, isTracking: isTracking, writer: &elementWriter)
     }
 
     mutating func calls(_ calls: [ToolCallRecord]) -> ListDigest {
@@ -152,7 +152,7 @@ public struct StateDigester: Sendable, StateListEncoder {
     /// digester is given the states of one fold in order, whose lists only grow: it does not
     /// compare (comparing a decision went through its calls' arguments every step).
     private static func append<T: Equatable & JSONEncodable>(
-        _ head: inout ChainHead, _ last: inout T?, _ elements: [T], isTracking: Bool, buffer: inout [UInt8]
+        _ head: inout ChainHead, _ last: inout T?, _ elements: [T], isTracking: Bool, writer: inout JSONWriter
     ) -> ListDigest {
         // The place in `elements` of the first element not hashed yet.
         var first = head.count - head.settled
@@ -162,9 +162,6 @@ public struct StateDigester: Sendable, StateListEncoder {
             head = ChainHead()
         }
         if first < elements.count {
-            var writer = JSONWriter(capacity: 0)
-            swap(&writer.bytes, &buffer)
-            defer { swap(&writer.bytes, &buffer) }
             for index in first..<elements.count { head.link = link(after: head.link, elements[index], &writer) }
             head.count = head.settled + elements.count
         }
@@ -178,8 +175,8 @@ public struct StateDigester: Sendable, StateListEncoder {
         callChain.removeSubrange(start...)
         if start < calls.count {
             var writer = JSONWriter(capacity: 0)
-            swap(&writer.bytes, &elementBytes)
-            defer { swap(&writer.bytes, &elementBytes) }
+            swap(&writer, &elementWriter)
+            defer { swap(&writer, &elementWriter) }
             for index in start..<calls.count {
                 callChain.append(Self.link(after: callChain.last ?? settledCallChain, calls[index], &writer))
             }
@@ -188,13 +185,13 @@ public struct StateDigester: Sendable, StateListEncoder {
     }
 
     /// The link that follows `previous` for `element`: `hex(sha256(previous + "\n" + json(element)))`.
-    /// `writer`'s bytes are reused (their capacity kept) from one element to the next.
+    /// `writer`'s memory is reused from one element to the next.
     private static func link(after previous: String, _ element: some JSONEncodable, _ writer: inout JSONWriter) -> String {
-        writer.bytes.removeAll(keepingCapacity: true)
-        writer.bytes.append(contentsOf: previous.utf8)
-        writer.bytes.append(0x0A)
+        writer.removeAll()
+        writer.append(utf8: previous)
+        writer.append(0x0A)
         element.write(to: &writer)
-        return ContentHash.sha256Hex(writer.bytes)
+        return writer.withUnsafeBytes { ContentHash.sha256Hex($0) }
     }
 
     /// Settles the front of `state`'s lists: drops its first `calls` calls and all its decisions,
