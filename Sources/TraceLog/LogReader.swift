@@ -246,7 +246,75 @@ public struct LogReader {
         var ending = MemberScanner.Ending.complete
         scanning: while true {
             do {
-                ending = try scanMembers(from: from)
+                // The scan is written here, not in a local function: what its closures change
+                // (the summary, the checker, the line number) is then checked for exclusive
+                // access when compiled, not at every event.
+                let triesFirstLine = from.offset == (position?.memberOffset ?? 0)
+                ending = try scanner.scan(from: from.offset, firstIndex: from.index, aheadOnAThread: aheadOnAThread) { scanned in
+                    let (member, content, isComplete) = (scanned.member, scanned.content, scanned.isComplete)
+                    summary.memberCount += 1
+                    summary.decompressedBytes += content.count
+                    var eventsInMember = 0
+                    let dropped = try checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &problems) {
+                        line, checked, problems in
+                        guard var recorded = checked, problems.isEmpty else { throw problems[0] }
+                        // This member's first line links to the member the last event handed out is in.
+                        if waitsForLink { throw LinkChecked() }
+                        if var packets = resolver {
+                            defer { resolver = packets }
+                            do {
+                                if case .contextBuilt(let packet) = recorded.event.payload, packet.delta != nil {
+                                    recorded.wasWrittenAsDelta = true
+                                }
+                                recorded.event = try packets.resolve(recorded.event)
+                            } catch let error as TraceCoreError {
+                                throw LogError(
+                                    .invalidEvent,
+                                    "event seq \(recorded.event.sequence) (context_built) cannot be made whole: \(error.message)",
+                                    path: path, memberOffset: member.offset, sequence: recorded.event.sequence,
+                                    hint: "a delta packet needs the packets before it: read the log from its start")
+                            }
+                        }
+                        summary.eventCount += 1
+                        eventsInMember += 1
+                        lastSequence = recorded.event.sequence
+                        guard try body(line, recorded) else {
+                            // Version 1: this event's link covered the one before. Version 3: one that
+                            // begins a member covered the member before; else the next member's will.
+                            if recorded.event.version < Event.memberChainVersion || eventsInMember == 1 { throw LinkChecked() }
+                            waitsForLink = true
+                            return false
+                        }
+                        return true
+                    }
+                    summary.lastHash = checker.lastHash
+                    if isComplete {
+                        if dropped > 0 {
+                            throw LogError(
+                                .splitEvent,
+                                "the gzip member ends \(dropped) bytes into an event (line \(lineNumber + 1)); members must end at an event's end",
+                                path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
+                                hint: "verify the log for a full report of its damage")
+                        }
+                    } else {
+                        if let problem = checker.partialLineProblem(
+                            UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]), isFirstInMember: eventsInMember == 0)
+                        {
+                            throw LogError(
+                                .corruptMember,
+                                "the log ends inside the gzip member at byte \(member.offset), and it is damaged, not cut off: \(problem)",
+                                path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
+                                hint: "verify the log for a full report; repair seals only a clean tear")
+                        }
+                        summary.tear = LogTear(
+                            memberOffset: member.offset, fileSize: member.offset + member.length,
+                            eventsInTornMember: eventsInMember, droppedBytes: dropped, lastSequence: lastSequence)
+                    }
+                    // Waiting for the next member's link, which its first line alone gives.
+                    if waitsForLink && isComplete && triesFirstLine {
+                        throw NextMember(offset: member.offset + member.length, index: member.index + 1)
+                    }
+                }
                 break scanning
             } catch var tooLarge as LogError where tooLarge.code == .eventTooLarge && tooLarge.sequence == nil {
                 // The member over the limit begins with the event after the last one read.
@@ -272,73 +340,6 @@ public struct LogReader {
             }
         }
 
-        func scanMembers(from start: (offset: Int, index: Int)) throws -> MemberScanner.Ending {
-            let triesFirstLine = start.offset == (position?.memberOffset ?? 0)
-            return try scanner.scan(from: start.offset, firstIndex: start.index, aheadOnAThread: aheadOnAThread) { scanned in
-                let (member, content, isComplete) = (scanned.member, scanned.content, scanned.isComplete)
-                summary.memberCount += 1
-                summary.decompressedBytes += content.count
-                var eventsInMember = 0
-                let dropped = try checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &problems) { line, checked, problems in
-                    guard var recorded = checked, problems.isEmpty else { throw problems[0] }
-                    // This member's first line links to the member the last event handed out is in.
-                    if waitsForLink { throw LinkChecked() }
-                    if var packets = resolver {
-                        defer { resolver = packets }
-                        do {
-                            if case .contextBuilt(let packet) = recorded.event.payload, packet.delta != nil {
-                                recorded.wasWrittenAsDelta = true
-                            }
-                            recorded.event = try packets.resolve(recorded.event)
-                        } catch let error as TraceCoreError {
-                            throw LogError(
-                                .invalidEvent,
-                                "event seq \(recorded.event.sequence) (context_built) cannot be made whole: \(error.message)",
-                                path: path, memberOffset: member.offset, sequence: recorded.event.sequence,
-                                hint: "a delta packet needs the packets before it: read the log from its start")
-                        }
-                    }
-                    summary.eventCount += 1
-                    eventsInMember += 1
-                    lastSequence = recorded.event.sequence
-                    guard try body(line, recorded) else {
-                        // Version 1: this event's link covered the one before. Version 3: one that
-                        // begins a member covered the member before; else the next member's will.
-                        if recorded.event.version < Event.memberChainVersion || eventsInMember == 1 { throw LinkChecked() }
-                        waitsForLink = true
-                        return false
-                    }
-                    return true
-                }
-                summary.lastHash = checker.lastHash
-                if isComplete {
-                    if dropped > 0 {
-                        throw LogError(
-                            .splitEvent,
-                            "the gzip member ends \(dropped) bytes into an event (line \(lineNumber + 1)); members must end at an event's end",
-                            path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
-                            hint: "verify the log for a full report of its damage")
-                    }
-                } else {
-                    if let problem = checker.partialLineProblem(
-                        UnsafeRawBufferPointer(rebasing: content[(content.count - dropped)...]), isFirstInMember: eventsInMember == 0)
-                    {
-                        throw LogError(
-                            .corruptMember,
-                            "the log ends inside the gzip member at byte \(member.offset), and it is damaged, not cut off: \(problem)",
-                            path: path, memberOffset: member.offset, sequence: checker.expectedSequence,
-                            hint: "verify the log for a full report; repair seals only a clean tear")
-                    }
-                    summary.tear = LogTear(
-                        memberOffset: member.offset, fileSize: member.offset + member.length,
-                        eventsInTornMember: eventsInMember, droppedBytes: dropped, lastSequence: lastSequence)
-                }
-                // Waiting for the next member's link, which its first line alone gives.
-                if waitsForLink && isComplete && triesFirstLine {
-                    throw NextMember(offset: member.offset + member.length, index: member.index + 1)
-                }
-            }
-        }
         summary.peakBufferBytes = scanner.peakBufferBytes
         summary.wholeMemberCount = scanner.wholeMemberCount
         switch ending {
