@@ -300,39 +300,73 @@ public struct JSONParser {
                 if let candidate, Self.bytesEqual(candidate, run) { return candidate }
                 return try makeString(run, at: runStart, isASCII: isASCII)
             }
-            // Slow path: unescape into a buffer, each run between escapes copied whole (a model's
-            // raw reply, itself JSON, escapes every quote).
-            var bytes: [UInt8] = Array(UnsafeBufferPointer(start: base + runStart, count: index - runStart))
-            while index < end {
-                // On a backslash: the escape, then the plain run after it.
-                index += 1
-                guard index < end else { break }
-                let escape = base[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""): bytes.append(0x22)
-                case UInt8(ascii: "\\"): bytes.append(0x5C)
-                case UInt8(ascii: "/"): bytes.append(0x2F)
-                case UInt8(ascii: "b"): bytes.append(0x08)
-                case UInt8(ascii: "f"): bytes.append(0x0C)
-                case UInt8(ascii: "n"): bytes.append(0x0A)
-                case UInt8(ascii: "r"): bytes.append(0x0D)
-                case UInt8(ascii: "t"): bytes.append(0x09)
-                case UInt8(ascii: "u"):
-                    let scalar = try unicodeEscape()
-                    bytes.append(contentsOf: Array(String(Character(scalar)).utf8))
-                default:
-                    throw failure("invalid escape '\\\(Character(Unicode.Scalar(escape)))' in string", at: index - 2)
-                }
-                let plain = index
-                var highBits: UInt64 = 0
-                let isClosed = try skipPlainRun(highBits: &highBits)
-                if index > plain { bytes.append(contentsOf: UnsafeBufferPointer(start: base + plain, count: index - plain)) }
-                if isClosed {
-                    index += 1
-                    return try bytes.withUnsafeBufferPointer { try makeString($0, at: runStart) }
-                }
+            // Slow path: unescape into the new string's own memory, each run between escapes
+            // copied whole (a model's raw reply, itself JSON, escapes every quote). First where
+            // the string ends: its closing quote, stepping over the byte after each backslash.
+            // Unescaped, a string is never longer than that (`\uXXXX` is 6 bytes for at most 3,
+            // a surrogate pair 12 for 4, every other escape 2 for 1).
+            var close = index
+            while close < end {
+                let byte = base[close]
+                if byte == UInt8(ascii: "\"") { break }
+                close += byte == UInt8(ascii: "\\") ? 2 : 1
             }
+            // (A string left open is read on as before, so that what is wrong with it is said.)
+            var highBits: UInt64 = 0
+            var isClosed = false
+            let text = try String(unsafeUninitializedCapacity: min(close, end) - runStart) { out in
+                guard let to = out.baseAddress else { return 0 }
+                var written = index - runStart
+                to.initialize(from: base + runStart, count: written)
+                highBits |= JSONParser.isASCII(UnsafeBufferPointer(start: base + runStart, count: written)) ? 0 : 0x80
+                while index < end {
+                    // On a backslash: the escape, then the plain run after it.
+                    index += 1
+                    guard index < end else { break }
+                    let escape = base[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""): to[written] = 0x22
+                    case UInt8(ascii: "\\"): to[written] = 0x5C
+                    case UInt8(ascii: "/"): to[written] = 0x2F
+                    case UInt8(ascii: "b"): to[written] = 0x08
+                    case UInt8(ascii: "f"): to[written] = 0x0C
+                    case UInt8(ascii: "n"): to[written] = 0x0A
+                    case UInt8(ascii: "r"): to[written] = 0x0D
+                    case UInt8(ascii: "t"): to[written] = 0x09
+                    case UInt8(ascii: "u"):
+                        let scalar = try unicodeEscape()
+                        written -= 1  // the code units below take the place
+                        UTF8.encode(scalar) { unit in
+                            written += 1
+                            to[written] = unit
+                        }
+                    default:
+                        throw failure("invalid escape '\\\(Character(Unicode.Scalar(escape)))' in string", at: index - 2)
+                    }
+                    written += 1
+                    let plain = index
+                    isClosed = try skipPlainRun(highBits: &highBits)
+                    if index > plain {
+                        (to + written).initialize(from: base + plain, count: index - plain)
+                        written += index - plain
+                    }
+                    if isClosed {
+                        index += 1
+                        // Escapes give whole UTF-8; the bytes copied as they were must be too
+                        // (a sequence split by an escape is not).
+                        if highBits & 0x8080_8080_8080_8080 != 0
+                            && !JSONParser.isValidUTF8(UnsafeBufferPointer(start: to, count: written))
+                        {
+                            throw TraceCoreError(
+                                .invalidUTF8, "invalid UTF-8 in a string starting at byte \(runStart)", byteOffset: runStart)
+                        }
+                        return written
+                    }
+                }
+                return written
+            }
+            if isClosed { return text }
             throw failure("string opened at byte \(open) is not closed", at: open)
         }
 

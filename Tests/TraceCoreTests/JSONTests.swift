@@ -137,6 +137,63 @@ struct JSONTests {
         } throws: { ($0 as? TraceCoreError)?.code == .invalidUTF8 }
     }
 
+    @Test("a string with escapes reads back exactly at every position of every escape; bytes that are not UTF-8 around one are rejected")
+    func readsEscapesAtEveryPosition() throws {
+        // Each escape as written and what it stands for.
+        let escapes: [(String, String)] = [
+            (#"\""#, "\""), (#"\\"#, "\\"), (#"\/"#, "/"), (#"\b"#, "\u{8}"), (#"\f"#, "\u{C}"), (#"\n"#, "\n"),
+            (#"\r"#, "\r"), (#"\t"#, "\t"), (#"\u0041"#, "A"), (#"\u00e9"#, "é"), (#"\u20AC"#, "€"),
+            (#"\ud83d\ude80"#, "🚀"), (#"\u0000"#, "\u{0}"),
+        ]
+        let fillers = ["", "a", "abcdefghijklmnopq", "é", "ü🚀x"]
+        var checked = 0
+        for filler in fillers {
+            for (escaped, meant) in escapes {
+                for position in 0...filler.count {
+                    let cut = filler.index(filler.startIndex, offsetBy: position)
+                    let (head, tail) = (String(filler[..<cut]), String(filler[cut...]))
+                    // One escape, then two in a row, then the escape at both ends.
+                    let cases: [(String, String)] = [
+                        (head + escaped + tail, head + meant + tail),
+                        (head + escaped + escaped + tail, head + meant + meant + tail),
+                        (escaped + filler + escaped, meant + filler + meant),
+                    ]
+                    for (text, expected) in cases {
+                        let parsed = try JSONParser.parse(Array("\"\(text)\"".utf8))
+                        #expect(parsed == .string(expected), "\(text)")
+                        let inArray = Array("[\"\(text)\",1]".utf8)
+                        let read = try inArray.withUnsafeBytes { bytes in
+                            try JSONScanner.scan(bytes) { try $0.readArray { try JSONValue(from: &$0) } }
+                        }
+                        #expect(read == [.string(expected), .int(1)], "\(text)")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked > 400)
+        // A sequence cut by an escape, a stray continuation after one, a bad lead before one.
+        for bytes: [UInt8] in [
+            [0x22, 0xC3, 0x5C, 0x6E, 0xA9, 0x22], [0x22, 0x5C, 0x6E, 0xA9, 0x22], [0x22, 0xFF, 0x5C, 0x74, 0x22],
+            [0x22, 0x61, 0x5C, 0x22, 0xE2, 0x82, 0x22],
+        ] {
+            #expect(throws: TraceCoreError.self, "\(bytes)") { try JSONParser.parse(bytes) }
+            #expect {
+                _ = try JSONParser.parse(bytes)
+            } throws: { ($0 as? TraceCoreError)?.code == .invalidUTF8 }
+        }
+        // Left open, with an escape: said to be open; a bad escape: said to be bad.
+        #expect {
+            _ = try JSONParser.parse(Array(#""ab\"cd"#.utf8))
+        } throws: { ($0 as? TraceCoreError)?.message.contains("not closed") == true }
+        #expect {
+            _ = try JSONParser.parse(Array(#""ab\qcd""#.utf8))
+        } throws: { ($0 as? TraceCoreError)?.message.contains("invalid escape '\\q'") == true }
+        #expect {
+            _ = try JSONParser.parse(Array("\"ab\\n\u{1}\"".utf8))
+        } throws: { ($0 as? TraceCoreError)?.message.contains("control character") == true }
+    }
+
     @Test("the UTF-8 check accepts exactly what Swift's validating decoder accepts")
     func utf8CheckAgreesWithSwift() {
         var generator = SeededGenerator(seed: 11)
