@@ -300,22 +300,36 @@ public struct JSONParser {
                 if let candidate, Self.bytesEqual(candidate, run) { return candidate }
                 return try makeString(run, at: runStart, isASCII: isASCII)
             }
-            // Slow path: unescape into the new string's own memory, each run between escapes
-            // copied whole (a model's raw reply, itself JSON, escapes every quote). First where
-            // the string ends: its closing quote, stepping over the byte after each backslash.
+            // Slow path: unescape in one pass, each run between escapes copied whole (a model's
+            // raw reply, itself JSON, escapes every quote). First where the string ends: its
+            // closing quote, stepping over the byte after each backslash.
             // Unescaped, a string is never longer than that (`\uXXXX` is 6 bytes for at most 3,
             // a surrogate pair 12 for 4, every other escape 2 for 1).
             var close = index
-            while close < end {
+            let raw = UnsafeRawPointer(base)
+            findingTheEnd: while close < end {
+                // Eight bytes at a time while none is a quote or a backslash.
+                while close + 8 <= end {
+                    let word = raw.loadUnaligned(fromByteOffset: close, as: UInt64.self)
+                    let ones: UInt64 = 0x0101_0101_0101_0101
+                    let quote = word ^ (ones &* 0x22)
+                    let backslash = word ^ (ones &* 0x5C)
+                    if ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash) & 0x8080_8080_8080_8080 != 0 { break }
+                    close += 8
+                }
+                guard close < end else { break }
                 let byte = base[close]
-                if byte == UInt8(ascii: "\"") { break }
+                if byte == UInt8(ascii: "\"") { break findingTheEnd }
                 close += byte == UInt8(ascii: "\\") ? 2 : 1
             }
             // (A string left open is read on as before, so that what is wrong with it is said.)
+            // The unescaped bytes go to scratch memory, then into a string of their exact size:
+            // a string sized to the escaped text would keep the difference for as long as it
+            // lives (a decision's `raw` reply stays in the run's state).
             var highBits: UInt64 = 0
             var isClosed = false
-            let text = try String(unsafeUninitializedCapacity: min(close, end) - runStart) { out in
-                guard let to = out.baseAddress else { return 0 }
+            let text = try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(min(close, end) - runStart, 1)) { out in
+                guard let to = out.baseAddress else { return "" }
                 var written = index - runStart
                 to.initialize(from: base + runStart, count: written)
                 highBits |= JSONParser.isASCII(UnsafeBufferPointer(start: base + runStart, count: written)) ? 0 : 0x80
@@ -355,16 +369,15 @@ public struct JSONParser {
                         index += 1
                         // Escapes give whole UTF-8; the bytes copied as they were must be too
                         // (a sequence split by an escape is not).
-                        if highBits & 0x8080_8080_8080_8080 != 0
-                            && !JSONParser.isValidUTF8(UnsafeBufferPointer(start: to, count: written))
-                        {
+                        let bytes = UnsafeBufferPointer(start: to, count: written)
+                        if highBits & 0x8080_8080_8080_8080 != 0 && !JSONParser.isValidUTF8(bytes) {
                             throw TraceCoreError(
                                 .invalidUTF8, "invalid UTF-8 in a string starting at byte \(runStart)", byteOffset: runStart)
                         }
-                        return written
+                        return String(decoding: bytes, as: UTF8.self)
                     }
                 }
-                return written
+                return ""
             }
             if isClosed { return text }
             throw failure("string opened at byte \(open) is not closed", at: open)

@@ -88,9 +88,9 @@ public struct JSONWriter: Sendable {
         text.withUTF8 { append(contentsOf: UnsafeRawBufferPointer($0)) }
     }
 
-    /// Forgets what was written, keeping the memory for what comes next.
+    /// Forgets what was written, keeping the memory for what comes next (a copy that shares it
+    /// keeps its bytes: the next write here takes memory of its own).
     public mutating func removeAll() {
-        if let capacity = storage?.capacity, !isKnownUniquelyReferenced(&storage) { storage = Storage(capacity: capacity) }
         count = 0
     }
 
@@ -275,20 +275,20 @@ public struct JSONWriter: Sendable {
     /// is written once per member. `key` is ASCII without characters that need escaping.
     @inline(__always)
     mutating func writeMemberName(_ key: StaticString, isFirst: Bool) {
-        let length = key.utf8CodeUnitCount
-        let count = length + (isFirst ? 3 : 4)
-        var to = reserve(count)
-        if !isFirst {
-            to.initialize(to: UInt8(ascii: ","))
-            to += 1
-        }
-        to.initialize(to: UInt8(ascii: "\""))
         key.withUTF8Buffer { name in
+            let length = name.count
+            let count = length + (isFirst ? 3 : 4)
+            var to = reserve(count)
+            if !isFirst {
+                to.initialize(to: UInt8(ascii: ","))
+                to += 1
+            }
+            to.initialize(to: UInt8(ascii: "\""))
             if let from = name.baseAddress { (to + 1).initialize(from: from, count: length) }
+            (to + 1 + length).initialize(to: UInt8(ascii: "\""))
+            (to + 2 + length).initialize(to: UInt8(ascii: ":"))
+            self.count += count
         }
-        (to + 1 + length).initialize(to: UInt8(ascii: "\""))
-        (to + 2 + length).initialize(to: UInt8(ascii: ":"))
-        self.count += count
     }
 
     /// Appends ASCII text as it is (punctuation, literals, pre-encoded keys).
@@ -302,13 +302,16 @@ public struct JSONWriter: Sendable {
             return
         }
         var magnitude = number.magnitude
-        // The digits are counted first (an `Int`'s magnitude has at most 19), then written from
-        // the last one back, straight where they go.
+        // The digits are counted first, then written from the last one back, straight where
+        // they go.
         var digits = 1
         var bound: UInt = 10
-        while digits < 19 && magnitude >= bound {
+        while magnitude >= bound {
             digits += 1
-            bound &*= 10
+            // Past the largest power of ten a `UInt` holds, every magnitude is below the next.
+            let (next, overflow) = bound.multipliedReportingOverflow(by: 10)
+            if overflow { break }
+            bound = next
         }
         let sign = number < 0 ? 1 : 0
         let to = reserve(sign + digits)

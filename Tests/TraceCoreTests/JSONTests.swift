@@ -112,6 +112,34 @@ struct JSONTests {
         }
     }
 
+    @Test("a duplicate name is found in names in order, out of order, as prefixes and escaped, wherever it falls")
+    func duplicateNamesInAnyOrder() throws {
+        var generator = SeededGenerator(seed: 76)
+        let pool = ["a", "ab", "abc", "b", "ba", "c", "key", "key1", "z"]
+        var duplicates = 0
+        for _ in 0..<4_000 {
+            let count = 1 + Int(generator.next() % 20)
+            var names = (0..<count).map { _ in pool[Int(generator.next() % UInt64(pool.count))] }
+            // Half of them in the canonical order, as a writer writes them (and so often no repeat).
+            if generator.next() % 2 == 0 { names = Array(Set(names)).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) } }
+            if generator.next() % 4 == 0, let last = names.last { names.append(last) }
+            let isDuplicated = Set(names).count != names.count
+            duplicates += isDuplicated ? 1 : 0
+            // Some names written with an escape (`\u0061` for `a`): the same name.
+            let written = names.map { name in
+                generator.next() % 5 == 0 ? "\\u00" + String(name.utf8.first!, radix: 16) + name.dropFirst() : name
+            }
+            let text = Array(("{" + written.map { "\"\($0)\":0" }.joined(separator: ",") + "}").utf8)
+            let accepted =
+                (try? text.withUnsafeBytes { buffer in
+                    try JSONScanner.scan(buffer) { scanner in try scanner.readObject { scanner, _ in try scanner.skipValue() } }
+                }) != nil
+            #expect(accepted == !isDuplicated, "\(written)")
+            #expect(((try? JSONParser.parse(text)) != nil) == !isDuplicated, "\(written)")
+        }
+        #expect(duplicates > 500)
+    }
+
     @Test("a parsed tree keeps no spare capacity: a long run's state holds every call's arguments")
     func parsedTreesAreTrimmed() throws {
         let text = #"{"query":"refund status","limit":3,"tags":["a","b","c"],"filter":{"since":"2026-01-01"}}"#
@@ -192,6 +220,13 @@ struct JSONTests {
         #expect {
             _ = try JSONParser.parse(Array("\"ab\\n\u{1}\"".utf8))
         } throws: { ($0 as? TraceCoreError)?.message.contains("control character") == true }
+        // A backslash as the last byte, an escape cut short, a lone surrogate after a run.
+        for text in [#""ab\"#, #""ab\u00"#, #""abcdefghij\ud800xyz""#, #""abcdefghij\udc00""#] {
+            #expect(throws: TraceCoreError.self, "\(text)") { try JSONParser.parse(Array(text.utf8)) }
+        }
+        // Strings whose escapes stand for far fewer bytes (a short one, CJK as `ensure_ascii` writes it).
+        #expect(try JSONParser.parse(Array(#""\u0061\u0062\u0063""#.utf8)) == .string("abc"))
+        #expect(try JSONParser.parse(Array(#""\u4f60\u597d\u4f60\u597d\u4f60\u597d""#.utf8)) == .string("你好你好你好"))
     }
 
     @Test("the UTF-8 check accepts exactly what Swift's validating decoder accepts")
@@ -327,7 +362,8 @@ struct JSONTests {
             cut.truncate(to: 3)
             cut.writeRaw("true")
             #expect(String(decoding: cut.bytes, as: UTF8.self) == #""fitrue"#)
-            #expect(writer.count == 12)
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == #""first"12345"#)
+            #expect(String(decoding: before.bytes, as: UTF8.self) == #""first""#)
             // Growing well past the first capacity keeps every byte in place.
             var long = before
             var expected = Array(#""first""#.utf8)
