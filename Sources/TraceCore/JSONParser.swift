@@ -308,13 +308,9 @@ public struct JSONParser {
             var close = index
             let raw = UnsafeRawPointer(base)
             findingTheEnd: while close < end {
-                // Eight bytes at a time while none is a quote or a backslash.
-                while close + 8 <= end {
-                    let word = raw.loadUnaligned(fromByteOffset: close, as: UInt64.self)
-                    let ones: UInt64 = 0x0101_0101_0101_0101
-                    let quote = word ^ (ones &* 0x22)
-                    let backslash = word ^ (ones &* 0x5C)
-                    if ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash) & 0x8080_8080_8080_8080 != 0 { break }
+                // Eight bytes at a time while none is a quote or a backslash (nor a control
+                // character, which the reading below then names).
+                while close + 8 <= end && !JSONWriter.needsEscape(raw.loadUnaligned(fromByteOffset: close, as: UInt64.self)) {
                     close += 8
                 }
                 guard close < end else { break }

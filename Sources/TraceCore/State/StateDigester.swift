@@ -173,13 +173,8 @@ public struct StateDigester: Sendable, StateListEncoder {
     private mutating func extendCalls(_ calls: [ToolCallRecord], from first: Int) -> ListDigest {
         let start = min(first, calls.count, callChain.count)
         callChain.removeSubrange(start...)
-        if start < calls.count {
-            var writer = JSONWriter(capacity: 0)
-            swap(&writer, &elementWriter)
-            defer { swap(&writer, &elementWriter) }
-            for index in start..<calls.count {
-                callChain.append(Self.link(after: callChain.last ?? settledCallChain, calls[index], &writer))
-            }
+        for index in start..<calls.count {
+            callChain.append(Self.link(after: callChain.last ?? settledCallChain, calls[index], &elementWriter))
         }
         return ListDigest(count: settledCalls + calls.count, chain: callChain.last ?? settledCallChain)
     }
