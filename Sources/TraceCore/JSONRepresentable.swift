@@ -161,9 +161,13 @@ extension Array: JSONEncodable where Element: JSONEncodable {
     public var json: JSONValue { .array(map(\.json)) }
     public func write(to writer: inout JSONWriter) {
         writer.append(UInt8(ascii: "["))
-        for (position, element) in enumerated() {
-            if position > 0 { writer.append(UInt8(ascii: ",")) }
-            element.write(to: &writer)
+        // Each element written where it lies: iterating gave a copy of each (a retain of each of
+        // its fields, and a release after), which a state's digest paid for every tool result.
+        withUnsafeBufferPointer { elements in
+            for position in elements.indices {
+                if position > 0 { writer.append(UInt8(ascii: ",")) }
+                elements[position].write(to: &writer)
+            }
         }
         writer.append(UInt8(ascii: "]"))
     }

@@ -150,7 +150,8 @@ public struct JSONScanner {
                 cursor.index = index + 1
                 return JSONKey(storage: .raw(UnsafeBufferPointer(start: cursor.base + open + 1, count: index - open - 1)))
             }
-            // Plain printable ASCII only, in one pass; anything else takes the full reader.
+            // Plain printable ASCII only, in one pass (names are short: eight bytes at a time,
+            // as a string's are found, took more); anything else takes the full reader.
             if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
             index += 1
         }
@@ -487,6 +488,8 @@ public struct JSONKey {
         }
     }
 
+    /// Inlined into each reader's `switch` (out of line, every name matched was a call).
+    @inline(__always)
     public static func ~= (pattern: StaticString, key: JSONKey) -> Bool {
         pattern.withUTF8Buffer { expected in
             switch key.storage {
@@ -523,8 +526,21 @@ struct SeenKeys {
                 UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?, UnsafeBufferPointer<UInt8>?
             )
         >.size / MemoryLayout<UnsafeBufferPointer<UInt8>?>.stride
-    private var overflow: [UnsafeBufferPointer<UInt8>] = []
-    private var decoded: [String] = []
+    /// Names past the inline slots, and names with escapes: made only for such an object, so
+    /// that the common one has nothing to release at its end (two empty arrays were two releases
+    /// for every object read).
+    private final class Spill {
+        var raw: [UnsafeBufferPointer<UInt8>] = []
+        var decoded: [String] = []
+    }
+    private var spill: Spill?
+
+    private mutating func spilled() -> Spill {
+        if let spill { return spill }
+        let made = Spill()
+        spill = made
+        return made
+    }
 
     /// Adds `key`; false when it was there already.
     mutating func insert(_ key: JSONKey) -> Bool {
@@ -539,8 +555,10 @@ struct SeenKeys {
                 return true
             }
             guard isNew else { return false }
-            for other in overflow where other.count == bytes.count && SeenKeys.equal(other, bytes) { return false }
-            if !decoded.isEmpty && decoded.contains(where: { $0.utf8.elementsEqual(bytes) }) { return false }
+            if let spill {
+                for other in spill.raw where other.count == bytes.count && SeenKeys.equal(other, bytes) { return false }
+                if spill.decoded.contains(where: { $0.utf8.elementsEqual(bytes) }) { return false }
+            }
             if inlineCount < SeenKeys.inlineCapacity {
                 let slot = inlineCount
                 withUnsafeMutableBytes(of: &inline) { storage in
@@ -548,10 +566,10 @@ struct SeenKeys {
                 }
                 inlineCount += 1
             } else {
-                overflow.append(bytes)
+                spilled().raw.append(bytes)
             }
         case .decoded(let text):
-            if decoded.contains(where: { $0.utf8.elementsEqual(text.utf8) }) { return false }
+            if let spill, spill.decoded.contains(where: { $0.utf8.elementsEqual(text.utf8) }) { return false }
             let count = inlineCount
             let isNew = withUnsafeBytes(of: &inline) { storage -> Bool in
                 let names = storage.bindMemory(to: UnsafeBufferPointer<UInt8>?.self)
@@ -560,8 +578,8 @@ struct SeenKeys {
                 }
                 return true
             }
-            guard isNew, !overflow.contains(where: { $0.elementsEqual(text.utf8) }) else { return false }
-            decoded.append(text)
+            guard isNew, spill?.raw.contains(where: { $0.elementsEqual(text.utf8) }) != true else { return false }
+            spilled().decoded.append(text)
         }
         return true
     }

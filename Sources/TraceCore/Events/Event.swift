@@ -139,19 +139,26 @@ public struct Event: Sendable, Hashable {
                 }
             }
         }
-        self.version = try required(fields.version, "v")
-        try Event.checkVersion(self.version)
-        self.runId = try required(fields.runId, "run")
-        self.sequence = try required(fields.sequence, "seq")
-        self.step = try required(fields.step, "step")
-        self.timeUs = try required(fields.timeUs, "time_us")
-        let kindName = try required(fields.kind, "kind")
-        self.previousHash = self.version >= Event.memberChainVersion ? fields.previousHash : try required(fields.previousHash, "prev")
-        if let payload = fields.payload {
-            self.payload = payload
+        // The fields are moved out (`take`) and the event made at once: set one by one from
+        // copies, the event was copied whole again at the end (a retain of each of its strings
+        // and its payload's, and a release of each after, for every line read).
+        let version = try required(fields.version, "v")
+        try Event.checkVersion(version)
+        let runId = try required(fields.runId.take(), "run")
+        let sequence = try required(fields.sequence, "seq")
+        let step = try required(fields.step, "step")
+        let timeUs = try required(fields.timeUs, "time_us")
+        let kindName = try required(fields.kind.take(), "kind")
+        let previousHash =
+            version >= Event.memberChainVersion ? fields.previousHash.take() : try required(fields.previousHash.take(), "prev")
+        let payload: EventPayload
+        if let decoded = fields.payload.take() {
+            payload = decoded
         } else {
-            self.payload = try EventPayload(kind: kindName, data: try required(fields.earlyData, "data"), version: self.version)
+            payload = try EventPayload(kind: kindName, data: try required(fields.earlyData.take(), "data"), version: version)
         }
+        self.init(
+            version: version, runId: runId, sequence: sequence, step: step, timeUs: timeUs, previousHash: previousHash, payload: payload)
     }
 
     /// The envelope members of a line as they are read, for both ways of reading it.

@@ -194,13 +194,26 @@ extension RunState {
 
     /// Changes one call, keeping its revision and the counters in step with it.
     private mutating func changeCall(at index: Int, _ body: (inout ToolCallRecord) -> Void) -> Int {
-        let before = RunCounters.CallShare(calls[index])
         let wasFresh = !callIds.isStale
-        body(&calls[index])
-        calls[index].revision += 1
+        // `calls` has an observer, so its element's access is one to all of `self`: the
+        // counters (integers alone) go through a copy.
+        var counted = counters
+        RunState.change(&calls[index], counting: &counted, body)
+        counters = counted
         callIds.isStale = !wasFresh
-        counters.update(from: before, to: RunCounters.CallShare(calls[index]))
         return index
+    }
+
+    /// `changeCall` on the record in place: its shares are read through the `inout` access.
+    /// Read as `calls[index]`, each share copied the whole record out of the list first (a
+    /// retain of each field, and a release after), twice for every event that changes a call.
+    private static func change(
+        _ call: inout ToolCallRecord, counting counters: inout RunCounters, _ body: (inout ToolCallRecord) -> Void
+    ) {
+        let before = RunCounters.CallShare(call)
+        body(&call)
+        call.revision += 1
+        counters.update(from: before, to: RunCounters.CallShare(call))
     }
 
     /// Holds the output of `calls[call].results[result]` as `text`: the same value, kept
