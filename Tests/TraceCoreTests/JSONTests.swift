@@ -229,6 +229,63 @@ struct JSONTests {
         #expect(try JSONParser.parse(Array(#""\u4f60\u597d\u4f60\u597d\u4f60\u597d""#.utf8)) == .string("你好你好你好"))
     }
 
+    @Test("a string's end, escape, control character or byte beyond ASCII is found at every offset of the eight read at once")
+    func stringBytesAtEveryOffset() throws {
+        // One byte of interest at each offset of strings up to three words long, after and
+        // before plain bytes that fill the rest of the word: the closing quote found too early
+        // or too late, or a byte beyond ASCII before the quote not seen, would show here.
+        for length in 0...24 {
+            for position in 0..<max(length, 1) {
+                let head = String(repeating: "a", count: min(position, length))
+                let tail = String(repeating: "z", count: max(length - position - 1, 0))
+                let padding = "]" + String(repeating: " ", count: 9)  // so that the words read go past the string
+                let cases: [(text: [UInt8], expected: String?, message: String?)] = [
+                    (Array("\"\(head)é\(tail)\"".utf8), head + "é" + tail, nil),
+                    (Array("\"\(head)\\n\(tail)\"".utf8), head + "\n" + tail, nil),
+                    (Array("\"\(head)\"".utf8) + Array("ü,\"x".utf8), nil, "expected ',' or ']'"),
+                    (Array("\"\(head)".utf8) + [0xFF] + Array("\(tail)\"".utf8), nil, "invalid UTF-8"),
+                    (Array("\"\(head)".utf8) + [0x01] + Array("\(tail)\"".utf8), nil, "control character 0x1"),
+                ]
+                for (text, expected, message) in cases {
+                    let inArray = Array("[".utf8) + text + Array(padding.utf8)
+                    let name = String(decoding: text, as: UTF8.self)
+                    let parsed = Result { try JSONParser.parse(inArray) }
+                    let skipped = Result {
+                        try inArray.withUnsafeBytes { bytes in
+                            try JSONScanner.scan(bytes) { try $0.forEachElement { s, _ in try s.skipValue() } }
+                        }
+                    }
+                    // The same text as a member name.
+                    let asName = Array("{".utf8) + text + Array(":1}".utf8) + Array(String(repeating: " ", count: 9).utf8)
+                    let named = Result {
+                        try asName.withUnsafeBytes { bytes in
+                            try JSONScanner.scan(bytes) { scanner -> String in
+                                var found = ""
+                                try scanner.readObject { s, key in
+                                    found = key.string
+                                    try s.skipValue()
+                                }
+                                return found
+                            }
+                        }
+                    }
+                    if let expected {
+                        #expect(try parsed.get() == .array([.string(expected)]), "\(name)")
+                        #expect(throws: Never.self, "\(name)") { try skipped.get() }
+                        #expect(try named.get() == expected, "\(name)")
+                    } else if let message {
+                        for (way, result) in [("parse", parsed.map { _ in () }), ("skip", skipped.map { _ in () })] {
+                            #expect("\(name) (\(way))") {
+                                try result.get()
+                            } throws: { ($0 as? TraceCoreError)?.message.contains(message) == true }
+                        }
+                        #expect(throws: TraceCoreError.self, "\(name) as a name") { try named.get() }
+                    }
+                }
+            }
+        }
+    }
+
     @Test("the UTF-8 check accepts exactly what Swift's validating decoder accepts")
     func utf8CheckAgreesWithSwift() {
         var generator = SeededGenerator(seed: 11)
