@@ -289,6 +289,20 @@ public struct JSONParser {
             }
         }
 
+        /// The string at the cursor and, when it has no escapes and is one of `known`, its
+        /// place there; the string is then `known`'s own (no new storage, nothing to decode).
+        mutating func string(among known: KnownStrings) throws -> (String, index: Int?) {
+            let open = index
+            if let (run, isASCII) = try plainString() {
+                if let found = known.index(of: run) { return (known.strings[found], found) }
+                return (try makeString(run, at: open + 1, isASCII: isASCII), nil)
+            }
+            // Written with escapes (no writer of ours does), it may still be one of them.
+            index = open
+            let text = try string()
+            return (text, known.strings.firstIndex(of: text))
+        }
+
         /// The string at the cursor. When it has no escapes and its bytes are `candidate`'s,
         /// `candidate` itself is returned: no new storage (a log repeats its run id and each
         /// line's hash on the next line).

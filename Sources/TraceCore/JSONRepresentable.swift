@@ -103,6 +103,7 @@ public struct JSONObjectWriter: JSONMemberSink {
         value.write(to: &writer)
     }
 
+    @inline(__always)
     private static func compare(_ lhs: StaticString, _ rhs: StaticString) -> Int {
         // Member names are literals, held as pointers: keys of one object mostly differ in
         // their first byte, which settles the order without a call (every member checks it).

@@ -315,6 +315,14 @@ public struct JSONScanner {
         return ""
     }
 
+    /// `readString`, giving back one of `known`'s strings itself, and its place among them,
+    /// when the string is that one: for a value from a fixed set (an event's `kind`), read
+    /// without making a string or comparing it with each of the set again.
+    public mutating func readString(among known: KnownStrings) throws -> (String, index: Int?) {
+        guard peek(UInt8(ascii: "\"")) else { throw typeError("a string") }
+        return try cursor.string(among: known)
+    }
+
     /// `readString`, giving back `candidate` itself when the string is the same: for values a
     /// caller expects to repeat, so that they share one storage instead of each getting its own.
     public mutating func readString(reusing candidate: String?) throws -> String {
@@ -501,6 +509,30 @@ public struct JSONKey {
                 return text.utf8.elementsEqual(expected)
             }
         }
+    }
+}
+
+/// A fixed set of strings that a reader finds by their bytes (`JSONScanner.readString(among:)`):
+/// a handful, so a look along them, by length first, is quickest.
+public struct KnownStrings: Sendable {
+    public let strings: [String]
+    private let bytes: [[UInt8]]
+
+    public init(_ strings: [String]) {
+        self.strings = strings
+        bytes = strings.map { Array($0.utf8) }
+    }
+
+    /// The place of the string whose UTF-8 is `run`, if it is one of these.
+    func index(of run: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let start = run.baseAddress else { return bytes.firstIndex { $0.isEmpty } }
+        for position in bytes.indices where bytes[position].count == run.count {
+            let matches = bytes[position].withUnsafeBufferPointer { known in
+                known.baseAddress.map { memcmp($0, start, run.count) == 0 } ?? false
+            }
+            if matches { return position }
+        }
+        return nil
     }
 }
 

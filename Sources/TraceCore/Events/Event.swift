@@ -172,6 +172,8 @@ public struct Event: Sendable, Hashable {
         var step: Int?
         var timeUs: Int?
         var kind: String?
+        /// `kind`'s place in `EventPayload.runKinds`, when it is one of them.
+        var kindIndex: Int?
         var previousHash: String?
         var payload: EventPayload?
         var earlyData: JSONValue?
@@ -190,13 +192,13 @@ public struct Event: Sendable, Hashable {
             case 2: sequence = try scanner.readMeasure()
             case 3: step = try scanner.readMeasure()
             case 4: timeUs = try scanner.readMeasure()
-            case 5: kind = try scanner.read()
+            case 5: (kind, kindIndex) = try scanner.readString(among: EventPayload.runKinds)
             case 6: previousHash = try scanner.readString(reusing: expectedPrevious)
             default:
                 if let kind, let version, Event.supportedVersions.contains(version) {
-                    scanner.discardsText = !keepsPacketText && kind == "context_built"
+                    scanner.discardsText = !keepsPacketText && kindIndex == EventPayload.contextBuiltKind
                     defer { scanner.discardsText = false }
-                    payload = try EventPayload(kind: kind, from: &scanner, version: version)
+                    payload = try EventPayload(kind: kind, at: kindIndex, from: &scanner, version: version)
                 } else {
                     // Written before `kind` (or under another version): decode it afterwards.
                     earlyData = try scanner.readValue()

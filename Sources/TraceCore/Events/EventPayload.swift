@@ -102,20 +102,34 @@ public enum EventPayload: Sendable, Hashable {
     /// Reads the `data` of `kind` (of an event of envelope `version`) straight from JSON
     /// text; a kind this version does not know is kept as `.unknown` with its data as it is.
     public init(kind: String, from scanner: inout JSONScanner, version: Int = Event.schemaVersion) throws {
-        switch kind {
-        case "run_started": self = .runStarted(try RunStarted(from: &scanner))
-        case "context_built": self = .contextBuilt(try ContextBuilt(from: &scanner, version: version))
-        case "decision_made": self = .decisionMade(try DecisionMade(from: &scanner))
-        case "verdict_given": self = .verdictGiven(try VerdictGiven(from: &scanner))
-        case "tool_intended": self = .toolIntended(try ToolIntended(from: &scanner))
-        case "tool_completed": self = .toolCompleted(try ToolCompleted(from: &scanner))
-        case "approval_recorded": self = .approvalRecorded(try ApprovalRecorded(from: &scanner))
-        case "step_ended": self = .stepEnded(try StepEnded(from: &scanner))
-        case "content_stored": self = .contentStored(try ContentStored(from: &scanner))
-        case "run_stopped": self = .runStopped(try RunStopped(from: &scanner, version: version))
-        case "run_forked": self = .runForked(try RunForked(from: &scanner, version: version))
+        try self.init(kind: kind, at: EventPayload.runKinds.strings.firstIndex(of: kind), from: &scanner, version: version)
+    }
+
+    /// `everyKind`, which a reader finds an envelope's `kind` among by its bytes
+    /// (`JSONScanner.readString(among:)`): its place there chooses the payload's type below
+    /// without comparing the name with each kind in turn.
+    public static let runKinds = KnownStrings(everyKind)
+    /// `context_built`'s place in `runKinds`.
+    static let contextBuiltKind = 1
+
+    /// `init(kind:from:version:)` where `known` is `kind`'s place in `runKinds` (nil for any
+    /// other kind).
+    init(kind: String, at known: Int?, from scanner: inout JSONScanner, version: Int) throws {
+        // The cases in `everyKind`'s order.
+        switch known {
+        case 0: self = .runStarted(try RunStarted(from: &scanner))
+        case 1: self = .contextBuilt(try ContextBuilt(from: &scanner, version: version))
+        case 2: self = .decisionMade(try DecisionMade(from: &scanner))
+        case 3: self = .verdictGiven(try VerdictGiven(from: &scanner))
+        case 4: self = .toolIntended(try ToolIntended(from: &scanner))
+        case 5: self = .toolCompleted(try ToolCompleted(from: &scanner))
+        case 6: self = .approvalRecorded(try ApprovalRecorded(from: &scanner))
+        case 7: self = .stepEnded(try StepEnded(from: &scanner))
+        case 8: self = .contentStored(try ContentStored(from: &scanner))
+        case 9: self = .runStopped(try RunStopped(from: &scanner, version: version))
+        case 10: self = .runForked(try RunForked(from: &scanner, version: version))
         // An older line naming the kind is a kind it did not know: kept and skipped as such.
-        case "user_turn" where version >= Event.conversationVersion: self = .userTurn(try UserTurn(from: &scanner))
+        case 11 where version >= Event.conversationVersion: self = .userTurn(try UserTurn(from: &scanner))
         default:
             if let event = try PipelineEvent.decode(kind: kind, from: &scanner) {
                 self = .pipeline(event)
