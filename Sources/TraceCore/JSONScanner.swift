@@ -525,7 +525,7 @@ public struct KnownStrings: Sendable {
 
     /// The place of the string whose UTF-8 is `run`, if it is one of these.
     func index(of run: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard let start = run.baseAddress else { return bytes.firstIndex { $0.isEmpty } }
+        guard let start = run.baseAddress, !run.isEmpty else { return bytes.firstIndex { $0.isEmpty } }
         for position in bytes.indices where bytes[position].count == run.count {
             let matches = bytes[position].withUnsafeBufferPointer { known in
                 known.baseAddress.map { memcmp($0, start, run.count) == 0 } ?? false

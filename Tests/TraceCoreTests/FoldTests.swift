@@ -324,11 +324,23 @@ struct FoldTests {
         var script = EventScript()
         script.add(.runStarted(Self.started), step: 0)
         script.add(.contentStored(ContentStored(bytes: [0xFF, 0x00], mediaType: "application/octet-stream")), step: 0)
+        script.add(.contextBuilt(ContextBuilt(goal: "refund A-1", stateSummary: "-", tokenEstimate: 40)), step: 1)
         script.add(
             .decisionMade(DecisionMade(raw: "?", outcome: .invalid(InvalidDecision(kind: .unknownTool, message: "no tool x")))), step: 1)
+        script.add(.verdictGiven(VerdictGiven(callId: "c", tool: "t", verdict: .approvalRequired)), step: 1)
         script.add(.approvalRecorded(ApprovalRecorded(callId: "c", isGranted: false, reason: "too much")), step: 1)
+        script.add(.toolIntended(ToolIntended(callId: "c", tool: "t", arguments: ["id": "A-1"], attempt: 1)), step: 1)
         script.add(.toolCompleted(ToolCompleted(callId: "c", tool: "t", attempt: 1, status: .ok, output: .null, durationUs: 1)), step: 1)
+        script.add(.stepEnded(StepEnded(stateDigest: "sha256:ab")), step: 1)
         script.add(.runStopped(RunStopped(reason: .budgetExhausted, limit: .maxSteps)), step: 1)
+        // The reader finds a kind by its place in this list, and its payload's type by that place:
+        // the order is the format document's, and a change to it is a change to the reader.
+        #expect(
+            EventPayload.runKinds.strings == [
+                "run_started", "context_built", "decision_made", "verdict_given", "tool_intended", "tool_completed",
+                "approval_recorded", "step_ended", "content_stored", "run_stopped", "run_forked", "user_turn",
+            ])
+        #expect(Set(script.events.map(\.kind)).count == 10, "every kind of a version 1 line")
         for event in script.events {
             #expect(try Event(line: event.encodedLine()) == event)
             // A kind written with an escape is the same kind (a reader finds a kind by its bytes
@@ -338,6 +350,17 @@ struct FoldTests {
             #expect(line.contains(#""kind":"\#(event.kind)""#))
             let escapedLine = line.replacingOccurrences(of: #""kind":"\#(event.kind)""#, with: #""kind":"\#(escaped)""#)
             #expect(try Event(line: Array(escapedLine.utf8)) == event, "\(escapedLine)")
+            // A reader that keeps no packet text knows an escaped `context_built` as well.
+            if case .contextBuilt = event.payload {
+                let lean = try escapedLine.utf8.withContiguousStorageIfAvailable {
+                    try Event(line: UnsafeRawBufferPointer($0), runId: nil, previousHash: nil, keepsPacketText: false)
+                }
+                guard case .contextBuilt(let packet)? = lean?.payload else {
+                    Issue.record("\(escapedLine) read as another kind")
+                    continue
+                }
+                #expect(packet.goal.isEmpty && packet.tokenEstimate == 40)
+            }
             let otherLine = line.replacingOccurrences(of: #""kind":"\#(event.kind)""#, with: #""kind":"\#(event.kind)s""#)
             #expect(try Event(line: Array(otherLine.utf8)).payload.kind == event.kind + "s")
             guard case .unknown = try Event(line: Array(otherLine.utf8)).payload else {
