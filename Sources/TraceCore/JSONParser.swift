@@ -289,8 +289,9 @@ public struct JSONParser {
             }
         }
 
-        /// The string at the cursor and, when it has no escapes and is one of `known`, its
-        /// place there; the string is then `known`'s own (no new storage, nothing to decode).
+        /// The string at the cursor and, when it is one of `known`, its place there. Without
+        /// escapes it is then found by its bytes and given back as `known`'s own string (no
+        /// new storage, nothing to decode).
         mutating func string(among known: KnownStrings) throws -> (String, index: Int?) {
             let open = index
             if let (run, isASCII) = try plainString() {

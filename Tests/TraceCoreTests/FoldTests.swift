@@ -331,7 +331,7 @@ struct FoldTests {
         script.add(.approvalRecorded(ApprovalRecorded(callId: "c", isGranted: false, reason: "too much")), step: 1)
         script.add(.toolIntended(ToolIntended(callId: "c", tool: "t", arguments: ["id": "A-1"], attempt: 1)), step: 1)
         script.add(.toolCompleted(ToolCompleted(callId: "c", tool: "t", attempt: 1, status: .ok, output: .null, durationUs: 1)), step: 1)
-        script.add(.stepEnded(StepEnded(stateDigest: "sha256:ab")), step: 1)
+        script.add(.stepEnded(StepEnded(stateDigest: "sha256:" + String(repeating: "ab", count: 32))), step: 1)
         script.add(.runStopped(RunStopped(reason: .budgetExhausted, limit: .maxSteps)), step: 1)
         // The reader finds a kind by its place in this list, and its payload's type by that place:
         // the order is the format document's, and a change to it is a change to the reader.
