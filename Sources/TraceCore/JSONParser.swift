@@ -431,24 +431,17 @@ public struct JSONParser {
 
         /// Steps over a string's bytes up to its closing quote (true, the cursor on the quote)
         /// or its first escape or the end of the text (false): eight bytes at a time while none
-        /// of them is a quote, a backslash or a control character (SWAR: a byte that matches
-        /// makes its high bit survive; a borrow only raises a false alarm in a byte after one
-        /// that matches, so the first byte flagged is one that does, and the cursor goes
-        /// straight to it). A control character is an error. Every byte stepped over is or-ed
-        /// into `highBits`, so that its 0x80 bits say whether the run is ASCII without another
-        /// pass.
+        /// of them is a quote, a backslash or a control character (`JSONWriter.escapeMask`,
+        /// whose first byte flagged is one that matches: the cursor goes straight to it). A
+        /// control character is an error. Every byte stepped over is or-ed into `highBits`, so
+        /// that its 0x80 bits say whether the run is ASCII without another pass.
         @inline(__always)
         private mutating func skipPlainRun(highBits: inout UInt64) throws -> Bool {
             let raw = UnsafeRawPointer(base)
             while index + 8 <= end {
                 // In memory order: byte 0 of the eight is the lowest.
                 let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                let ones: UInt64 = 0x0101_0101_0101_0101
-                let highs: UInt64 = 0x8080_8080_8080_8080
-                let quote = word ^ (ones &* 0x22)
-                let backslash = word ^ (ones &* 0x5C)
-                let special =
-                    (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)) & highs
+                let special = JSONWriter.escapeMask(word)
                 if special != 0 {
                     // The bytes before the first one flagged are plain: stepped over here, the
                     // loop below starts on the one flagged.

@@ -404,18 +404,22 @@ public struct JSONWriter: Sendable {
 
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// Whether any of the eight bytes of `word` is a control character, `"` or `\\` (the
-    /// classic SWAR tests for a zero byte and a byte below a bound; bytes of 0x80 and above
-    /// never match).
+    /// Whether any of the eight bytes of `word` is a control character, `"` or `\\`.
     @inline(__always)
-    static func needsEscape(_ word: UInt64) -> Bool {
+    static func needsEscape(_ word: UInt64) -> Bool { escapeMask(word) != 0 }
+
+    /// The high bit of each of the eight bytes of `word` that may be a control character, `"`
+    /// or `\\` (the classic SWAR tests for a zero byte and a byte below a bound; bytes of 0x80
+    /// and above never match). A borrow only raises a false alarm in a byte above one that
+    /// matches, so the lowest bit set is always a byte that does: with `word` loaded in memory
+    /// order (little-endian), its trailing zero bits / 8 is that byte's offset.
+    @inline(__always)
+    static func escapeMask(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
-        let below20 = (word &- ones &* 0x20) & ~word & highs
+        let below20 = (word &- ones &* 0x20) & ~word
         let quote = word ^ (ones &* 0x22)
         let backslash = word ^ (ones &* 0x5C)
-        let hasQuote = (quote &- ones) & ~quote & highs
-        let hasBackslash = (backslash &- ones) & ~backslash & highs
-        return (below20 | hasQuote | hasBackslash) != 0
+        return (below20 | (quote &- ones) & ~quote | (backslash &- ones) & ~backslash) & highs
     }
 }
