@@ -357,14 +357,14 @@ struct EventChecker {
 
 extension EventChecker {
     /// Checks every complete line of one scanned member in order, calling `body` with each line,
-    /// its event (nil for a line that is none) and the problems so far; then, in a version 3
+    /// its event (nil for a line that is none; `body` may move it out) and the problems so far; then, in a version 3
     /// log, takes the member's hash as the next member's link. Returns the bytes after the
     /// last complete line (a partial line, or a line a member split). When `body` returns
     /// false, the member's other lines are passed over: counted, not decoded (their bytes are
     /// in the member's hash, which the next member's link checks).
     mutating func checkLines(
         of scanned: ScannedMember, lineNumber: inout Int, problems: inout [LogError],
-        _ body: (UnsafeRawBufferPointer, RecordedEvent?, inout [LogError]) throws -> Bool
+        _ body: (UnsafeRawBufferPointer, inout RecordedEvent?, inout [LogError]) throws -> Bool
     ) rethrows -> Int {
         var lineInMember = 0
         var hasher = LineHasher(content: scanned.content)
@@ -387,8 +387,9 @@ extension EventChecker {
             lineInMember += 1
             lineNumber += 1
             let location = EventLocation(memberIndex: member.index, memberOffset: member.offset, line: lineNumber)
-            let recorded = check(line, hash: hash, at: location, problems: &problems)
-            passesOver = try !body(line, recorded, &problems)
+            // Handed over to be moved out (`take()`), not copied: a copy retained every field.
+            var recorded = check(line, hash: hash, at: location, problems: &problems)
+            passesOver = try !body(line, &recorded, &problems)
         }
         if chainsMembers && lineInMember > 0 { endMember(hash: scanned.linkHash()) }
         return dropped

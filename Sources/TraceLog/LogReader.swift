@@ -257,7 +257,7 @@ public struct LogReader {
                     var eventsInMember = 0
                     let dropped = try checker.checkLines(of: scanned, lineNumber: &lineNumber, problems: &problems) {
                         line, checked, problems in
-                        guard var recorded = checked, problems.isEmpty else { throw problems[0] }
+                        guard problems.isEmpty, var recorded = checked.take() else { throw problems[0] }
                         // This member's first line links to the member the last event handed out is in.
                         if waitsForLink { throw LinkChecked() }
                         if var packets = resolver {

@@ -151,14 +151,19 @@ public struct Event: Sendable, Hashable {
         let kindName = try required(fields.kind.take(), "kind")
         let previousHash =
             version >= Event.memberChainVersion ? fields.previousHash.take() : try required(fields.previousHash.take(), "prev")
-        let payload: EventPayload
+        // Each member set straight into `self`: made by the memberwise `init` (a delegating
+        // one), the event was made aside and copied whole into place.
         if let decoded = fields.payload.take() {
-            payload = decoded
+            self.payload = decoded
         } else {
-            payload = try EventPayload(kind: kindName, data: try required(fields.earlyData.take(), "data"), version: version)
+            self.payload = try EventPayload(kind: kindName, data: try required(fields.earlyData.take(), "data"), version: version)
         }
-        self.init(
-            version: version, runId: runId, sequence: sequence, step: step, timeUs: timeUs, previousHash: previousHash, payload: payload)
+        self.version = version
+        self.runId = runId
+        self.sequence = sequence
+        self.step = step
+        self.timeUs = timeUs
+        self.previousHash = previousHash
     }
 
     /// The envelope members of a line as they are read, for both ways of reading it.
