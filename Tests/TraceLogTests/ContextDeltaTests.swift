@@ -346,3 +346,59 @@ extension ContextDeltaTests {
         }
     }
 }
+
+extension ContextDeltaTests {
+    /// A `context_built` line of format version 2 with `data` as given.
+    static func version2Line(_ data: String) -> [UInt8] {
+        let zeros = String(repeating: "0", count: 64)
+        return Array(
+            #"{"v":2,"run":"r","seq":5,"step":1,"time_us":1,"kind":"context_built","prev":"\#(zeros)","data":\#(data)}"#.utf8)
+    }
+
+    @Test(
+        "a version 2 packet's lists: a whole packet's items as items, a copy without base_seq named where it is, a delta's items and copies in order"
+    )
+    func version2Lists() throws {
+        let item = #"{"id":"a","summary":"s"}"#
+        let whole =
+            #"{"goal":"g","observations":[\#(item),{"id":"b"}],"omitted":null,"state_summary":"x","token_estimate":3,"tools_disclosed":["t"]}"#
+        for keepsText in [true, false] {
+            let event = try Self.version2Line(whole).withUnsafeBytes {
+                try Event(line: $0, runId: nil, previousHash: nil, keepsPacketText: keepsText)
+            }
+            guard case .contextBuilt(let packet) = event.payload else {
+                Issue.record("not a packet")
+                return
+            }
+            #expect(packet.delta == nil)
+            #expect(packet.observations.map(\.id) == (keepsText ? ["a", "b"] : ["", ""]))
+            #expect(packet.observations.map(\.summary) == (keepsText ? ["s", nil] : ["", nil]))
+            #expect(packet.toolsDisclosed.count == 1 && packet.omitted.isEmpty && packet.tokenEstimate == 3)
+        }
+
+        // A copy in a packet with no base: named by its list and place, after the items before it.
+        let copying = #"{"evidence":[\#(item),\#(item),[0,1]],"goal":"g","state_summary":"x","token_estimate":3}"#
+        #expect {
+            try Event(line: Self.version2Line(copying))
+        } throws: { error in
+            let message = "\(error)"
+            return message.contains("copies from a base packet, but the packet has no base_seq") && message.contains("evidence[2]")
+        }
+
+        // A delta: items before and after a copy, in the order written; the copy is checked as any.
+        let delta = #"{"base_seq":2,"goal":"g","memory":[\#(item),[1,2],{"id":"c"}],"state_summary":"x","token_estimate":3}"#
+        let event = try Event(line: Self.version2Line(delta))
+        guard case .contextBuilt(let packet) = event.payload, let edits = packet.delta else {
+            Issue.record("not a delta")
+            return
+        }
+        #expect(edits.baseSequence == 2)
+        #expect(edits.memory == [.item(ItemReference(id: "a", summary: "s")), .copy(start: 1, count: 2), .item(ItemReference(id: "c"))])
+        #expect(edits.observations.isEmpty && packet.memory.isEmpty)
+        #expect {
+            try Event(line: Self.version2Line(delta.replacingOccurrences(of: "[1,2]", with: "[1,0]")))
+        } throws: { error in
+            "\(error)".contains("must be a copy [start, count] with start ≥ 0 and count ≥ 1") && "\(error)".contains("memory[1]")
+        }
+    }
+}

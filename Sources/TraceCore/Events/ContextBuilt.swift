@@ -140,18 +140,23 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
         var tokenEstimate: Int?
         var promptHash: String?
         var baseSequence: Int?
-        var edits = ContextDelta(baseSequence: 0)
+        // Version 2 lists: items while every element is one, edits from the first copy on.
+        var observationEdits = EditedList<ItemReference>()
+        var toolEdits = EditedList<String>()
+        var evidenceEdits = EditedList<ItemReference>()
+        var memoryEdits = EditedList<ItemReference>()
+        var omittedEdits = EditedList<OmittedItem>()
         try scanner.readObject { scanner, key in
             switch key {
             case "goal": goal = try scanner.read()
             case "state_summary": stateSummary = try scanner.read()
             case "observations":
-                if readsEdits { edits.observations = try scanner.readList() } else { observations = try scanner.readList() }
+                if readsEdits { observationEdits = try EditedList(from: &scanner) } else { observations = try scanner.readList() }
             case "tools_disclosed":
-                if readsEdits { edits.toolsDisclosed = try scanner.readList() } else { toolsDisclosed = try scanner.readList() }
-            case "evidence": if readsEdits { edits.evidence = try scanner.readList() } else { evidence = try scanner.readList() }
-            case "memory": if readsEdits { edits.memory = try scanner.readList() } else { memory = try scanner.readList() }
-            case "omitted": if readsEdits { edits.omitted = try scanner.readList() } else { omitted = try scanner.readList() }
+                if readsEdits { toolEdits = try EditedList(from: &scanner) } else { toolsDisclosed = try scanner.readList() }
+            case "evidence": if readsEdits { evidenceEdits = try EditedList(from: &scanner) } else { evidence = try scanner.readList() }
+            case "memory": if readsEdits { memoryEdits = try EditedList(from: &scanner) } else { memory = try scanner.readList() }
+            case "omitted": if readsEdits { omittedEdits = try EditedList(from: &scanner) } else { omitted = try scanner.readList() }
             case "token_estimate": tokenEstimate = try scanner.read()
             case "prompt_hash": promptHash = try scanner.readOptionalHash()
             case "base_seq" where readsEdits: baseSequence = try scanner.readOptional()
@@ -164,24 +169,16 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
                 throw TraceCoreError(
                     .invalidField, "must be the seq of an earlier context_built, found \(baseSequence)", fieldPath: "base_seq")
             }
-            edits.baseSequence = baseSequence
-            delta = edits
+            delta = ContextDelta(
+                baseSequence: baseSequence, observations: observationEdits.edits, toolsDisclosed: toolEdits.edits,
+                evidence: evidenceEdits.edits, memory: memoryEdits.edits, omitted: omittedEdits.edits)
         } else if readsEdits {
             // A whole packet under version 2: its lists hold items alone.
-            func items<Item>(_ edits: [ListEdit<Item>], _ name: String) throws -> [Item] {
-                try edits.enumerated().map { position, edit in
-                    guard case .item(let item) = edit else {
-                        throw TraceCoreError(
-                            .invalidField, "copies from a base packet, but the packet has no base_seq", fieldPath: "\(name)[\(position)]")
-                    }
-                    return item
-                }
-            }
-            observations = try items(edits.observations, "observations")
-            toolsDisclosed = try items(edits.toolsDisclosed, "tools_disclosed")
-            evidence = try items(edits.evidence, "evidence")
-            memory = try items(edits.memory, "memory")
-            omitted = try items(edits.omitted, "omitted")
+            observations = try observationEdits.itemsAlone("observations")
+            toolsDisclosed = try toolEdits.itemsAlone("tools_disclosed")
+            evidence = try evidenceEdits.itemsAlone("evidence")
+            memory = try memoryEdits.itemsAlone("memory")
+            omitted = try omittedEdits.itemsAlone("omitted")
         }
         self.init(
             goal: try required(goal, "goal"), stateSummary: try required(stateSummary, "state_summary"), observations: observations,
@@ -208,5 +205,54 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
         object.set("state_summary", stateSummary)
         object.set("token_estimate", tokenEstimate)
         if let delta { object.set("tools_disclosed", delta.toolsDisclosed) } else { object.set("tools_disclosed", toolsDisclosed) }
+    }
+}
+
+/// One list of a packet written under version 2 as it is read: its items alone while every
+/// element is an item (every list of a whole packet, and the new part of a delta's), its edits
+/// from the first copy on. A whole packet's lists are then read straight into items, without
+/// an edit made for each item and a second list of the items made from them.
+private struct EditedList<Item: JSONRepresentable & Hashable> {
+    private var items: [Item] = []
+    private var copies: [ListEdit<Item>]?
+    /// The place of the first copy, if any.
+    private var firstCopy: Int?
+
+    init() {}
+
+    /// Reads the list (`null`: empty), each element an item or a copy `[start, count]`
+    /// (`ListEdit`), with the same checks and errors.
+    init(from scanner: inout JSONScanner) throws {
+        if try scanner.readNull() { return }
+        var items: [Item] = []
+        var copies: [ListEdit<Item>]?
+        var firstCopy: Int?
+        try scanner.forEachElement { scanner, position in
+            if scanner.nextIsArray {
+                let copy = try ListEdit<Item>(from: &scanner)
+                if copies == nil {
+                    copies = items.map { .item($0) }
+                    firstCopy = position
+                }
+                copies?.append(copy)
+            } else if copies != nil {
+                copies?.append(.item(try Item(from: &scanner)))
+            } else {
+                items.append(try Item(from: &scanner))
+            }
+        }
+        (self.items, self.copies, self.firstCopy) = (items, copies, firstCopy)
+    }
+
+    /// The list as edits: what a delta holds.
+    var edits: [ListEdit<Item>] { copies ?? items.map { .item($0) } }
+
+    /// The list's items; throws for a list that copies (the packet, `name`'s owner, has no base).
+    func itemsAlone(_ name: String) throws -> [Item] {
+        if let firstCopy {
+            throw TraceCoreError(
+                .invalidField, "copies from a base packet, but the packet has no base_seq", fieldPath: "\(name)[\(firstCopy)]")
+        }
+        return items
     }
 }

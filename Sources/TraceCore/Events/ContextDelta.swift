@@ -124,7 +124,7 @@ public struct ContextShape: Sendable, Hashable {
     public var memory: Int
     public var omitted: Int
 
-    public init(sequence: Int, of packet: ContextBuilt) {
+    public init(sequence: Int, of packet: borrowing ContextBuilt) {
         self.sequence = sequence
         observations = packet.observations.count
         toolsDisclosed = packet.toolsDisclosed.count
