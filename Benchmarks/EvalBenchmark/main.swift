@@ -302,6 +302,24 @@ try stage("read + fold") { path in
     _ = try LogReader(path: path).forEachEvent { RunState.reduce(into: &state, $0.event) }
 }
 try stage("read + fold + check every state digest (LogFacts.read)") { path in _ = try LogFacts.read(path) }
+// The whole runner, one job: `LogFacts.read` of every log, then the case's checks, the verdicts
+// and the results. What it takes past the stage above is the runner's own work (a stage of its
+// own so that `--stage` and scripts/instruction_ab.py can time and count it alone).
+let runnerStage = "agent-eval run --jobs 1 (EvalRunner: read, check, results)"
+if settings.stageFilter.map({ runnerStage.contains($0) }) ?? true {
+    var times: [Double] = []
+    for _ in 0..<settings.repetitions {
+        let started = ContinuousClock.now
+        let results = await EvalRunner(options: EvalOptions(jobs: 1)).run(cases)
+        times.append(seconds(ContinuousClock.now - started))
+        guard results.first?.runs.count == paths.count, results.first?.passed == true else {
+            FileHandle.standardError.write(Data("the benchmark case did not pass on every run\n".utf8))
+            exit(1)
+        }
+    }
+    let time = median(times)
+    print(String(format: "  %-58@ %6.1f µs/run  %6.1f MB/s", runnerStage as NSString, time / Double(paths.count) * 1e6, megabytes / time))
+}
 // Where the reader's time goes past inflating: the same runs' text inflated beforehand, in
 // memory, so that each stage below is CPU work alone. Each is timed on its own (they do not
 // add up): hashing the text once (what the member chain costs), splitting it into lines and
