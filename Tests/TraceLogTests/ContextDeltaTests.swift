@@ -373,32 +373,52 @@ extension ContextDeltaTests {
             #expect(packet.delta == nil)
             #expect(packet.observations.map(\.id) == (keepsText ? ["a", "b"] : ["", ""]))
             #expect(packet.observations.map(\.summary) == (keepsText ? ["s", nil] : ["", nil]))
-            #expect(packet.toolsDisclosed.count == 1 && packet.omitted.isEmpty && packet.tokenEstimate == 3)
+            #expect(packet.toolsDisclosed == (keepsText ? ["t"] : [""]))
+            #expect(packet.omitted.isEmpty && packet.tokenEstimate == 3)
         }
 
-        // A copy in a packet with no base: named by its list and place, after the items before it.
-        let copying = #"{"evidence":[\#(item),\#(item),[0,1]],"goal":"g","state_summary":"x","token_estimate":3}"#
+        // A copy in a packet with no base: named by its list and the place of its first copy.
+        // The lists are looked at in a fixed order (observations before evidence), not in the
+        // line's (members in byte order: evidence first).
+        let copying = #"{"evidence":[\#(item),\#(item),[0,1],[0,1]],"goal":"g","state_summary":"x","token_estimate":3}"#
         #expect {
             try Event(line: Self.version2Line(copying))
         } throws: { error in
             let message = "\(error)"
             return message.contains("copies from a base packet, but the packet has no base_seq") && message.contains("evidence[2]")
+                && !message.contains("evidence[3]")
+        }
+        let copyingTwice = copying.replacingOccurrences(of: #""goal""#, with: #""observations":[[0,1]],"goal""#)
+        #expect {
+            try Event(line: Self.version2Line(copyingTwice))
+        } throws: { error in
+            "\(error)".contains("observations[0]") && !"\(error)".contains("evidence")
         }
 
-        // A delta: items before and after a copy, in the order written; the copy is checked as any.
-        let delta = #"{"base_seq":2,"goal":"g","memory":[\#(item),[1,2],{"id":"c"}],"state_summary":"x","token_estimate":3}"#
-        let event = try Event(line: Self.version2Line(delta))
-        guard case .contextBuilt(let packet) = event.payload, let edits = packet.delta else {
-            Issue.record("not a delta")
-            return
+        // A delta: items before, between and after copies, in the order written, read the same
+        // whether its text is kept or not; a copy is checked as any.
+        let delta =
+            #"{"base_seq":2,"goal":"g","memory":[\#(item),{"id":"b"},[1,2],{"id":"c"},[0,1]],"state_summary":"x","token_estimate":3}"#
+        for keepsText in [true, false] {
+            let event = try Self.version2Line(delta).withUnsafeBytes {
+                try Event(line: $0, runId: nil, previousHash: nil, keepsPacketText: keepsText)
+            }
+            guard case .contextBuilt(let packet) = event.payload, let edits = packet.delta else {
+                Issue.record("not a delta")
+                return
+            }
+            let (a, b, c) =
+                keepsText
+                ? (ItemReference(id: "a", summary: "s"), ItemReference(id: "b"), ItemReference(id: "c"))
+                : (ItemReference(id: "", summary: ""), ItemReference(id: ""), ItemReference(id: ""))
+            #expect(edits.baseSequence == 2)
+            #expect(edits.memory == [.item(a), .item(b), .copy(start: 1, count: 2), .item(c), .copy(start: 0, count: 1)])
+            #expect(edits.observations.isEmpty && packet.memory.isEmpty)
         }
-        #expect(edits.baseSequence == 2)
-        #expect(edits.memory == [.item(ItemReference(id: "a", summary: "s")), .copy(start: 1, count: 2), .item(ItemReference(id: "c"))])
-        #expect(edits.observations.isEmpty && packet.memory.isEmpty)
         #expect {
             try Event(line: Self.version2Line(delta.replacingOccurrences(of: "[1,2]", with: "[1,0]")))
         } throws: { error in
-            "\(error)".contains("must be a copy [start, count] with start ≥ 0 and count ≥ 1") && "\(error)".contains("memory[1]")
+            "\(error)".contains("must be a copy [start, count] with start ≥ 0 and count ≥ 1") && "\(error)".contains("memory[2]")
         }
     }
 }

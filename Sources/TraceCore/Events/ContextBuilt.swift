@@ -232,6 +232,7 @@ private struct EditedList<Item: JSONRepresentable & Hashable> {
                 let copy = try ListEdit<Item>(from: &scanner)
                 if copies == nil {
                     copies = items.map { .item($0) }
+                    items = []
                     firstCopy = position
                 }
                 copies?.append(copy)
