@@ -270,6 +270,120 @@ public struct JSONScanner {
         if cursor.sawSpace { isCanonical = false }
     }
 
+    /// Steps over one value when its text is valid and in the canonical form (`JSONText`), the
+    /// form `JSONWriter` writes and so the form a log's values come in: true, the cursor past
+    /// it. In one pass, with none of the general reader's per-member work: no set of names, since
+    /// names in strictly ascending byte order cannot repeat. Anything else gives false, the
+    /// cursor where it was, for the general reader (`skipValue(isCanonical:)`) to read and, for
+    /// an error, to name: white space, names out of order, with escapes or beyond ASCII, an escape the form
+    /// does not write, a number other than an integer of at most 15 digits, nesting deeper
+    /// than 32 (or than the reader allows), and any error.
+    mutating func skipCanonical() -> Bool {
+        let start = cursor.index
+        let (base, end) = (cursor.base, cursor.end)
+        /// An open container: an object's previous name (`nameEnd` 0 until it has one), or an array.
+        struct Level {
+            var isObject: Bool
+            var nameStart = 0
+            var nameEnd = 0
+        }
+        let levels = 32
+        return withUnsafeTemporaryAllocation(of: Level.self, capacity: levels) { open -> Bool in
+            var depthNow = 0
+            /// Reads a name and its colon, the cursor on the `"`; false when it does not follow
+            /// the object's previous name or is not plain printable ASCII. (A name beyond ASCII is
+            /// left to the general reader, which compares such names as strings, where two
+            /// spellings of one name are one name, not as bytes.)
+            func name(_ object: inout Level) -> Bool {
+                guard cursor.index < end, base[cursor.index] == UInt8(ascii: "\"") else { return false }
+                let nameStart = cursor.index + 1
+                var index = nameStart
+                while index < end, base[index] != UInt8(ascii: "\"") {
+                    guard base[index] &- 0x20 < 0x60, base[index] != UInt8(ascii: "\\") else { return false }
+                    index += 1
+                }
+                guard index + 1 < end, base[index + 1] == UInt8(ascii: ":") else { return false }
+                if object.nameEnd > 0 {
+                    // Strictly after the previous name in byte order.
+                    let (previous, count) = (object.nameStart, object.nameEnd - object.nameStart)
+                    var offset = 0
+                    while offset < count, nameStart + offset < index, base[previous + offset] == base[nameStart + offset] { offset += 1 }
+                    let follows =
+                        offset == count
+                        ? nameStart + offset < index : nameStart + offset < index && base[previous + offset] < base[nameStart + offset]
+                    guard follows else { return false }
+                }
+                (object.nameStart, object.nameEnd) = (nameStart, index)
+                cursor.index = index + 2
+                return true
+            }
+            func literal(_ text: StaticString) -> Bool {
+                let count = text.utf8CodeUnitCount
+                guard end - cursor.index >= count, memcmp(base + cursor.index, text.utf8Start, count) == 0 else { return false }
+                cursor.index += count
+                return true
+            }
+            func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
+            scanning: while true {
+                // A value.
+                guard cursor.index < end else { break scanning }
+                switch base[cursor.index] {
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    let isObject = base[cursor.index] == UInt8(ascii: "{")
+                    cursor.index += 1
+                    guard cursor.index < end else { break scanning }
+                    if base[cursor.index] == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
+                        cursor.index += 1
+                    } else {
+                        guard depthNow < levels, depth + depthNow + 1 <= JSONParser.maximumDepth else { break scanning }
+                        open[depthNow] = Level(isObject: isObject)
+                        depthNow += 1
+                        if isObject && !name(&open[depthNow - 1]) { break scanning }
+                        continue scanning
+                    }
+                case UInt8(ascii: "\""):
+                    let quote = cursor.index
+                    guard let isPlain = try? cursor.skipString() else { break scanning }
+                    if !isPlain {
+                        let text = UnsafeBufferPointer(start: base + quote, count: cursor.index - quote)
+                        guard JSONText.canonicalStringEnd(text, from: 1, allowsEscapes: true) == text.count - 1 else { break scanning }
+                    }
+                case UInt8(ascii: "t"): guard literal("true") else { break scanning }
+                case UInt8(ascii: "f"): guard literal("false") else { break scanning }
+                case UInt8(ascii: "n"): guard literal("null") else { break scanning }
+                default:
+                    // An integer of 1 to 15 digits, no leading zero, not "-0": written back as it is.
+                    var index = cursor.index
+                    let isNegative = base[index] == UInt8(ascii: "-")
+                    if isNegative { index += 1 }
+                    let first = index
+                    while index < end, isDigit(base[index]) { index += 1 }
+                    let digits = index - first
+                    guard digits >= 1, digits <= 15, base[first] != UInt8(ascii: "0") || (digits == 1 && !isNegative) else {
+                        break scanning
+                    }
+                    if index < end, base[index] == UInt8(ascii: ".") || base[index] | 0x20 == UInt8(ascii: "e") { break scanning }
+                    cursor.index = index
+                }
+                // After a value: the next one in its container, or the container's end.
+                while depthNow > 0 {
+                    guard cursor.index < end else { break scanning }
+                    let byte = base[cursor.index]
+                    cursor.index += 1
+                    if byte == UInt8(ascii: ",") {
+                        if open[depthNow - 1].isObject && !name(&open[depthNow - 1]) { break scanning }
+                        continue scanning
+                    }
+                    guard byte == (open[depthNow - 1].isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) else { break scanning }
+                    depthNow -= 1
+                }
+                return true
+            }
+            cursor.index = start
+            return false
+        }
+    }
+
     private mutating func skipNotingCanonical(_ isCanonical: inout Bool) throws {
         guard cursor.index < cursor.end else { throw cursor.failure("expected a value, found the end of the text") }
         let start = cursor.index

@@ -121,6 +121,12 @@ public struct JSONText: Sendable, Hashable {
     /// encoding of the value they hold. Checks the value as `readValue` does.
     public init(from scanner: inout JSONScanner) throws {
         let start = scanner.cursor.index
+        // The form a log's values come in, stepped over in one pass (`skipCanonical`); any
+        // other text, and any error, is read the general way below.
+        if scanner.skipCanonical() {
+            self.init(canonical: Array(UnsafeBufferPointer(start: scanner.cursor.base + start, count: scanner.cursor.index - start)))
+            return
+        }
         var isCanonical = true
         try scanner.skipValue(isCanonical: &isCanonical)
         let raw = UnsafeBufferPointer(start: scanner.cursor.base + start, count: scanner.cursor.index - start)
@@ -197,7 +203,7 @@ public struct JSONText: Sendable, Hashable {
     /// The index of the quote closing a string whose content starts at `start`, or nil when
     /// the string has an escape the canonical form would not write (or, with `allowsEscapes`
     /// off, any escape at all).
-    private static func canonicalStringEnd(_ raw: UnsafeBufferPointer<UInt8>, from start: Int, allowsEscapes: Bool) -> Int? {
+    static func canonicalStringEnd(_ raw: UnsafeBufferPointer<UInt8>, from start: Int, allowsEscapes: Bool) -> Int? {
         var index = start
         while index < raw.count {
             // Eight bytes at a time while none is a quote or a backslash (nor a control

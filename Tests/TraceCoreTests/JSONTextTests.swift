@@ -70,18 +70,8 @@ struct JSONTextTests {
 
     @Test("one pass tells canonical text as the separate check does, and refuses what skipping refuses")
     func onePassCanonicalCheck() {
-        var generator = SeededGenerator(seed: 2_026_112_4)
         var verdicts = (canonical: 0, not: 0, refused: 0)
-        for round in 0..<3000 {
-            let value = Self.randomValue(depth: 0, &generator)
-            var bytes = round % 3 == 0 ? Array(JSONWriter.encodePretty(value).utf8) : JSONWriter.encode(value)
-            if round % 2 == 1 && !bytes.isEmpty {
-                // One byte changed to one that matters to the grammar or to the canonical form.
-                let choices: [UInt8] = [
-                    0x20, 0x0A, 0x22, 0x5C, 0x2C, 0x3A, 0x7B, 0x7D, 0x5B, 0x5D, 0x30, 0x2D, 0x65, 0x2E, 0x01, 0xC3, 0x61,
-                ]
-                bytes[Int(generator.next() % UInt64(bytes.count))] = choices[Int(generator.next() % UInt64(choices.count))]
-            }
+        for (_, bytes, _) in Self.randomTexts(seed: 2_026_112_4, count: 3000, prettyEvery: 3) {
             let text = String(decoding: bytes, as: UTF8.self)
             func check(_ onePass: Bool) -> Result<Bool, TraceCoreError> {
                 Result {
@@ -114,6 +104,113 @@ struct JSONTextTests {
             }
         }
         #expect(verdicts.canonical > 500 && verdicts.not > 100 && verdicts.refused > 500, "\(verdicts)")
+    }
+
+    @Test("the one-pass step over canonical text agrees with the general reader: what it takes is valid and canonical, to the same end")
+    func canonicalStepAgrees() {
+        var taken = (whole: 0, eligible: 0, mutated: 0)
+        for (round, (value, bytes, isMutated)) in Self.randomTexts(seed: 2_026_120_1, count: 4000, prettyEvery: 5).enumerated() {
+            let text = String(decoding: bytes, as: UTF8.self)
+            // As a member's value, as in a line: the step starts after the name and ends before the `}`.
+            let line = Array(#"{"output":"#.utf8) + bytes + Array("}".utf8)
+            let (general, generalEnd) = Self.step(line, onePass: false)
+            let (onePass, onePassEnd) = Self.step(line, onePass: true)
+            if case .success(true) = onePass {
+                #expect(general == .success(true), "\(text): taken in one pass, but the general reader gives \(general)")
+                #expect(onePassEnd == generalEnd, "\(text)")
+                taken.whole += 1
+                if isMutated { taken.mutated += 1 }
+            } else {
+                #expect(onePass == .success(false), "\(text)")
+                #expect(onePassEnd == 10, "\(text): the cursor moved")
+                // Canonical text of short integers, plain names and no deep nesting is always taken.
+                #expect(!(Self.isShortAndPlain(value) && !isMutated && round % 5 != 0), "\(text): not taken in one pass")
+            }
+            if Self.isShortAndPlain(value) && !isMutated && round % 5 != 0 { taken.eligible += 1 }
+        }
+        #expect(taken.whole > 800 && taken.eligible > 500 && taken.mutated > 20, "\(taken)")
+
+        // Each thing the one pass leaves to the general reader, and a few it takes.
+        let cases: [(String, Bool)] = [
+            (#"{"a":1,"b":[true,false,null],"c":"x\n\"y\u0001"}"#, true), (#"{"b":1,"a":2}"#, false), (#"{"a":1,"a":2}"#, false),
+            (#"{"a" :1}"#, false), ("[01]", false), ("[-0]", false), ("[0,-1,-0.5]", false), ("[1.0]", false), ("[1e2]", false),
+            ("[123456789012345]", true), ("[1234567890123456]", false), (#""\u0041""#, false), (#""\/""#, false),
+            (#""\u000a""#, false), ("{\"e\u{301}\":1,\"é\":2}", false), (#"{"\u0061":1}"#, false), ("[tru]", false), ("[nul]", false),
+            ("[1,]", false), (#"{"a":1,}"#, false), ("[1 ]", false), ("{}", true), ("[[],{}]", true), ("\"é\u{7F}\"", true),
+        ]
+        for (text, isTaken) in cases {
+            let line = Array(#"{"output":"#.utf8) + Array(text.utf8) + Array("}".utf8)
+            let (general, generalEnd) = Self.step(line, onePass: false)
+            let (onePass, onePassEnd) = Self.step(line, onePass: true)
+            #expect(onePass == .success(isTaken), "\(text)")
+            #expect(onePassEnd == (isTaken ? generalEnd : 10), "\(text)")
+            if isTaken { #expect(general == .success(true), "\(text)") }
+        }
+
+        // Deeper than the one pass goes, or than the reader allows: the general reader decides.
+        for levels in [31, 32, 33, JSONParser.maximumDepth + 5] {
+            let deep = Array((String(repeating: "[", count: levels) + "1" + String(repeating: "]", count: levels)).utf8)
+            let (general, _) = Self.step(deep, onePass: false)
+            let (onePass, _) = Self.step(deep, onePass: true)
+            #expect(onePass == (levels <= 32 ? .success(true) : .success(false)), "\(levels) levels")
+            #expect((try? general.get()) == (levels <= JSONParser.maximumDepth ? true : nil), "\(levels) levels")
+        }
+    }
+
+    /// Steps over the value at byte 10 of `line` (after `{"output":`) in one pass
+    /// (`skipCanonical`: whether it was taken) or the general way (`skipValue(isCanonical:)`:
+    /// whether it is canonical, or its error); and where the cursor stopped.
+    static func step(_ line: [UInt8], onePass: Bool) -> (Result<Bool, TraceCoreError>, Int) {
+        var end = -1
+        let result = Result<Bool, any Error> {
+            try line.withUnsafeBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { throw TraceCoreError(.invalidJSON, "the text is empty") }
+                var scanner = JSONScanner(cursor: JSONParser.Cursor(base: base, end: buffer.count))
+                if line.starts(with: Array(#"{"output":"#.utf8)) { scanner.cursor.index = 10 }
+                defer { end = scanner.cursor.index }
+                if onePass { return scanner.skipCanonical() }
+                var isCanonical = true
+                try scanner.skipValue(isCanonical: &isCanonical)
+                return isCanonical
+            }
+        }
+        return (result.mapError { $0 as? TraceCoreError ?? TraceCoreError(.invalidJSON, "\($0)") }, end)
+    }
+
+    /// Whether `value`'s canonical text is one the one pass takes: integers of at most 15
+    /// digits, ASCII names with nothing to escape, nesting of at most 32.
+    static func isShortAndPlain(_ value: JSONValue, depth: Int = 0) -> Bool {
+        switch value {
+        case .double: return false
+        case .int(let number): return number.magnitude < 1_000_000_000_000_000
+        case .array(let elements): return depth < 32 && elements.allSatisfy { isShortAndPlain($0, depth: depth + 1) }
+        case .object(let object):
+            return depth < 32
+                && object.members.allSatisfy { member in
+                    !member.key.utf8.contains { $0 < 0x20 || $0 >= 0x80 || $0 == 0x22 || $0 == 0x5C }
+                        && isShortAndPlain(member.value, depth: depth + 1)
+                }
+        default: return true
+        }
+    }
+
+    /// `count` random values and their text: canonical, spaced out in every `prettyEvery`th, and
+    /// in every other one a byte changed to one that matters to the grammar or to the canonical
+    /// form (`isMutated`).
+    static func randomTexts(seed: UInt64, count: Int, prettyEvery: Int) -> [(value: JSONValue, bytes: [UInt8], isMutated: Bool)] {
+        var generator = SeededGenerator(seed: seed)
+        let choices: [UInt8] = [
+            0x20, 0x0A, 0x22, 0x5C, 0x2C, 0x3A, 0x7B, 0x7D, 0x5B, 0x5D, 0x30, 0x2D, 0x65, 0x2E, 0x01, 0xC3, 0x61, 0x74, 0x6E,
+        ]
+        return (0..<count).map { round in
+            let value = randomValue(depth: 0, &generator)
+            var bytes = round % prettyEvery == 0 ? Array(JSONWriter.encodePretty(value).utf8) : JSONWriter.encode(value)
+            let isMutated = round % 2 == 1 && !bytes.isEmpty
+            if isMutated {
+                bytes[Int(generator.next() % UInt64(bytes.count))] = choices[Int(generator.next() % UInt64(choices.count))]
+            }
+            return (value, bytes, isMutated)
+        }
     }
 
     /// Whether a member name in `text` (valid JSON) has a byte outside printable ASCII or one
