@@ -92,6 +92,17 @@ public struct JSONScanner {
     /// Reads an object, calling `body` once per member with its name; `body` must read or skip
     /// the member's value. Members are seen in document order.
     public mutating func readObject(_ body: (inout JSONScanner, JSONKey) throws -> Void) throws {
+        try readObject(known: nil, body)
+    }
+
+    /// `readObject`, for an object whose members are named among `known`: the same calls of
+    /// `body`, the same checks and errors, in less work for an object in the writer's form. While
+    /// each member's name is one of `known` after the one before it, with nothing between the
+    /// tokens, the name is matched by its bytes, and no set of the names is kept (names in that
+    /// order cannot repeat). From the first member that is not so — another name, one out of
+    /// order, white space, an escape — the object is read on the general way, with the names
+    /// matched so far among those it has seen.
+    public mutating func readObject(known: MemberNames?, _ body: (inout JSONScanner, JSONKey) throws -> Void) throws {
         guard peek(UInt8(ascii: "{")) else { throw typeError("an object") }
         depth += 1
         defer { depth -= 1 }
@@ -106,27 +117,74 @@ public struct JSONScanner {
             return
         }
         var seen = SeenKeys()
+        var isAfterValue = false
+        if let known {
+            var next = 0
+            var matched: UInt64 = 0
+            inOrder: while let (position, name) = known.match(at: cursor, from: next) {
+                let keyStart = cursor.index
+                cursor.index += name.count + 3
+                // A value after white space is read the general way, from its name.
+                guard cursor.index < cursor.end, cursor.base[cursor.index] > 0x20 else {
+                    cursor.index = keyStart
+                    break inOrder
+                }
+                let key = JSONKey(storage: .raw(UnsafeBufferPointer(start: cursor.base + keyStart + 1, count: name.count)))
+                do {
+                    try body(&self, key)
+                } catch let error as TraceCoreError {
+                    throw error.inside(key.string)
+                }
+                matched |= 1 << UInt64(position)
+                next = position + 1
+                if peek(UInt8(ascii: ",")) {
+                    cursor.index += 1
+                    continue inOrder
+                }
+                if peek(UInt8(ascii: "}")) {
+                    cursor.index += 1
+                    return
+                }
+                isAfterValue = true
+                break inOrder
+            }
+            for position in 0..<known.names.count where matched & (1 << UInt64(position)) != 0 {
+                _ = seen.insert(JSONKey(storage: .raw(known.names[position])))
+            }
+        }
+        try readMembers(ofObjectAt: start, seen: &seen, isAfterValue: isAfterValue, body)
+    }
+
+    /// The general member loop of `readObject`, from a member's name (or, `isAfterValue`, from
+    /// what follows a member's value), with the names `seen` before.
+    private mutating func readMembers(
+        ofObjectAt start: Int, seen: inout SeenKeys, isAfterValue: Bool, _ body: (inout JSONScanner, JSONKey) throws -> Void
+    ) throws {
+        var isAfterValue = isAfterValue
         while true {
-            cursor.skipSpace()
-            guard peek(UInt8(ascii: "\"")) else {
-                throw cursor.failure("expected a member name in double quotes, found \(cursor.describeByte())")
+            if !isAfterValue {
+                cursor.skipSpace()
+                guard peek(UInt8(ascii: "\"")) else {
+                    throw cursor.failure("expected a member name in double quotes, found \(cursor.describeByte())")
+                }
+                let keyStart = cursor.index
+                let key = try readKey()
+                if seen.insert(key) == false {
+                    throw cursor.failure("duplicate member name \"\(key.string)\" in object", at: keyStart)
+                }
+                cursor.skipSpace()
+                guard peek(UInt8(ascii: ":")) else {
+                    throw cursor.failure("expected ':' after member name \"\(key.string)\", found \(cursor.describeByte())")
+                }
+                cursor.index += 1
+                cursor.skipSpace()
+                do {
+                    try body(&self, key)
+                } catch let error as TraceCoreError {
+                    throw error.inside(key.string)
+                }
             }
-            let keyStart = cursor.index
-            let key = try readKey()
-            if seen.insert(key) == false {
-                throw cursor.failure("duplicate member name \"\(key.string)\" in object", at: keyStart)
-            }
-            cursor.skipSpace()
-            guard peek(UInt8(ascii: ":")) else {
-                throw cursor.failure("expected ':' after member name \"\(key.string)\", found \(cursor.describeByte())")
-            }
-            cursor.index += 1
-            cursor.skipSpace()
-            do {
-                try body(&self, key)
-            } catch let error as TraceCoreError {
-                throw error.inside(key.string)
-            }
+            isAfterValue = false
             cursor.skipSpace()
             guard cursor.index < cursor.end else { throw cursor.failure("object opened at byte \(start) is not closed") }
             if peek(UInt8(ascii: ",")) {
@@ -645,6 +703,41 @@ public struct KnownStrings: Sendable {
                 known.baseAddress.map { memcmp($0, start, run.count) == 0 } ?? false
             }
             if matches { return position }
+        }
+        return nil
+    }
+}
+
+/// The member names an object's reader knows, in byte order, the order the writer writes them
+/// in (`JSONScanner.readObject(known:_:)`); at most 64. A name left out, or a list out of
+/// order, costs only speed: such a member is read the general way.
+public struct MemberNames: @unchecked Sendable {  // pointers to the names' static bytes, never written
+    let names: [UnsafeBufferPointer<UInt8>]
+
+    public init(_ names: [StaticString]) {
+        precondition(names.count <= 64, "MemberNames: at most 64 names")
+        precondition(names.allSatisfy(\.hasPointerRepresentation), "MemberNames: names are literals")
+        self.names = names.map { UnsafeBufferPointer(start: $0.utf8Start, count: $0.utf8CodeUnitCount) }
+    }
+
+    /// The first name from place `first` on that is at the cursor, written plain and followed
+    /// by its colon (`"name":`), and its place.
+    @inline(__always)
+    func match(at cursor: JSONParser.Cursor, from first: Int) -> (Int, UnsafeBufferPointer<UInt8>)? {
+        guard cursor.index < cursor.end, cursor.base[cursor.index] == UInt8(ascii: "\"") else { return nil }
+        let room = cursor.end - cursor.index - 3
+        var position = first
+        while position < names.count {
+            let name = names[position]
+            if name.count <= room, cursor.base[cursor.index + 1 + name.count] == UInt8(ascii: "\""),
+                cursor.base[cursor.index + 2 + name.count] == UInt8(ascii: ":")
+            {
+                // Names are short: compared here, byte by byte, not by a call.
+                var offset = 0
+                while offset < name.count, cursor.base[cursor.index + 1 + offset] == name[offset] { offset += 1 }
+                if offset == name.count { return (position, name) }
+            }
+            position += 1
         }
         return nil
     }

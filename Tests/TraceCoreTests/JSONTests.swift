@@ -478,6 +478,53 @@ struct JSONTests {
         }
     }
 
+    @Test("an object read with the names its reader knows gives what the general reader gives: the same members, values and errors")
+    func knownNames() {
+        /// The names and value texts `body` is given, or the error: read the general way, or with `known`.
+        func read(_ bytes: [UInt8], known: MemberNames?) -> Result<[String], TraceCoreError> {
+            Result {
+                try bytes.withUnsafeBytes { buffer in
+                    try JSONScanner.scan(buffer) { scanner in
+                        var seen: [String] = []
+                        let body = { (scanner: inout JSONScanner, key: JSONKey) throws in
+                            let start = scanner.cursor.index
+                            // A member of one name fails inside its value, as a reader's type check would.
+                            if key.string == "fails" { _ = try scanner.readInt() }
+                            try scanner.skipValue()
+                            seen.append(key.string + "=" + String(decoding: bytes[start..<scanner.cursor.index], as: UTF8.self))
+                        }
+                        if let known { try scanner.readObject(known: known, body) } else { try scanner.readObject(body) }
+                        return seen
+                    }
+                }
+            }.mapError { $0 as? TraceCoreError ?? TraceCoreError(.invalidJSON, "\($0)") }
+        }
+        let lists = [
+            MemberNames(["", "Z", "a", "a b", "b", "fails", "id", "name", "é"]), MemberNames(["id", "a", "name"]), MemberNames([]),
+            MemberNames(["a", "b"]),
+        ]
+        var outcomes = (read: 0, refused: 0)
+        for (value, bytes, _) in JSONTextTests.randomTexts(seed: 2_026_120_2, count: 12000, prettyEvery: 4) {
+            guard case .object = value else { continue }
+            var text = bytes
+            // Now and then a member that fails in its value, or one name twice.
+            if text.count > 2 && text.count % 7 == 0 { text.insert(contentsOf: Array(#""fails":"x","#.utf8), at: 1) }
+            if text.count > 2 && text.count % 11 == 0 { text.insert(contentsOf: Array(#""a":1,"a":2,"#.utf8), at: 1) }
+            let general = read(text, known: nil)
+            for known in lists {
+                let withNames = read(text, known: known)
+                switch (general, withNames) {
+                case (.success(let a), .success(let b)): #expect(a == b, "\(String(decoding: text, as: UTF8.self))")
+                case (.failure(let a), .failure(let b)):
+                    #expect(a.message == b.message && a.fieldPath == b.fieldPath, "\(String(decoding: text, as: UTF8.self))")
+                default: Issue.record("\(String(decoding: text, as: UTF8.self)): \(general) against \(withNames)")
+                }
+            }
+            if case .success = general { outcomes.read += 1 } else { outcomes.refused += 1 }
+        }
+        #expect(outcomes.read > 400 && outcomes.refused > 400, "\(outcomes)")
+    }
+
     @Test("a repeated member name is found wherever it is: names in byte order or not, up to forty of them, plain or escaped")
     func repeatedNames() throws {
         /// The names an object read member by member has, or the error reading it gives.

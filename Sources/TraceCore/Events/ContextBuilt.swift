@@ -16,7 +16,7 @@ public struct ItemReference: JSONRepresentable, JSONObjectEncodable, Hashable {
         var id: String?
         var summary: String?
         var contentHash: String?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: itemNames) { scanner, key in
             switch key {
             case "id": id = try scanner.read()
             case "summary": summary = try scanner.readOptional()
@@ -64,7 +64,7 @@ public struct OmittedItem: JSONRepresentable, JSONObjectEncodable, Hashable {
         var id: String?
         var reason: OmissionReason?
         var detail: String?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: omittedNames) { scanner, key in
             switch key {
             case "id": id = try scanner.read()
             case "reason": reason = try scanner.read()
@@ -146,7 +146,7 @@ public struct ContextBuilt: JSONRepresentable, JSONObjectEncodable, Hashable {
         var evidenceEdits = EditedList<ItemReference>()
         var memoryEdits = EditedList<ItemReference>()
         var omittedEdits = EditedList<OmittedItem>()
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: packetNames) { scanner, key in
             switch key {
             case "goal": goal = try scanner.read()
             case "state_summary": stateSummary = try scanner.read()
@@ -257,3 +257,15 @@ private struct EditedList<Item: JSONRepresentable & Hashable> {
         return items
     }
 }
+
+/// The member names `ItemReference`'s reader knows, in the order the writer writes them.
+private let itemNames = MemberNames(["content_hash", "id", "summary"])
+
+/// The member names `OmittedItem`'s reader knows, in the order the writer writes them.
+private let omittedNames = MemberNames(["detail", "id", "reason"])
+
+/// The member names `ContextBuilt`'s reader knows, in the order the writer writes them.
+private let packetNames = MemberNames([
+    "base_seq", "evidence", "goal", "memory", "observations", "omitted", "prompt_hash", "state_summary", "token_estimate",
+    "tools_disclosed",
+])

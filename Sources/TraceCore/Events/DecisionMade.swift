@@ -26,7 +26,7 @@ public struct ToolCall: JSONRepresentable, JSONObjectEncodable, Hashable {
         var id: String?
         var name: String?
         var arguments: JSONText?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: toolCallNames) { scanner, key in
             switch key {
             case "id": id = try scanner.read()
             case "name": name = try scanner.read()
@@ -63,7 +63,7 @@ public enum Decision: JSONRepresentable, JSONObjectEncodable, Hashable {
         var calls: [ToolCall]?
         var question: String?
         var reason: String?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: decisionNames) { scanner, key in
             switch key {
             case "type": type = try scanner.read()
             case "text": text = try scanner.read()
@@ -163,7 +163,7 @@ public struct TokenUsage: JSONRepresentable, JSONObjectEncodable, Hashable {
     public init(from scanner: inout JSONScanner) throws {
         var input: Int?
         var output: Int?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: tokenUsageNames) { scanner, key in
             switch key {
             case "input": input = try scanner.readMeasure()
             case "output": output = try scanner.readMeasure()
@@ -301,7 +301,7 @@ public struct DecisionMade: JSONRepresentable, JSONObjectEncodable, Hashable {
         var costUSD: Double?
         var attempts: [ModelAttempt]?
         var isAside: Bool?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: decisionMadeNames) { scanner, key in
             switch key {
             case "aside": isAside = try scanner.readOptional()
             case "raw": raw = try scanner.read()
@@ -345,3 +345,17 @@ public struct DecisionMade: JSONRepresentable, JSONObjectEncodable, Hashable {
         object.set("usage", usage)
     }
 }
+
+/// The member names `ToolCall`'s reader knows, in the order the writer writes them.
+private let toolCallNames = MemberNames(["arguments", "id", "name"])
+
+/// The member names `Decision`'s reader knows, in the order the writer writes them.
+private let decisionNames = MemberNames(["calls", "question", "reason", "text", "type"])
+
+/// The member names `TokenUsage`'s reader knows, in the order the writer writes them.
+private let tokenUsageNames = MemberNames(["input", "output"])
+
+/// The member names `DecisionMade`'s reader knows, in the order the writer writes them.
+private let decisionMadeNames = MemberNames([
+    "aside", "attempts", "cost_usd", "decision", "format", "invalid", "latency_us", "raw", "ttft_us", "usage",
+])

@@ -136,7 +136,7 @@ public struct RunStopped: JSONRepresentable, JSONObjectEncodable, Hashable {
         var limit: LimitKind?
         var answer: String?
         var error: String?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: stopNames) { scanner, key in
             switch key {
             case "reason": reason = try scanner.read()
             case "limit": limit = try scanner.readOptional()
@@ -176,7 +176,7 @@ public struct StepEnded: JSONRepresentable, JSONObjectEncodable, Hashable {
 
     public init(from scanner: inout JSONScanner) throws {
         var stateDigest: String?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: stepEndedNames) { scanner, key in
             switch key {
             case "state_digest": stateDigest = try scanner.readHash()
             default: try scanner.skipValue()
@@ -189,3 +189,9 @@ public struct StepEnded: JSONRepresentable, JSONObjectEncodable, Hashable {
         object.set("state_digest", stateDigest)
     }
 }
+
+/// The member names `RunStopped`'s reader knows, in the order the writer writes them.
+private let stopNames = MemberNames(["answer", "error", "limit", "reason"])
+
+/// The member names `StepEnded`'s reader knows, in the order the writer writes them.
+private let stepEndedNames = MemberNames(["state_digest"])

@@ -28,7 +28,7 @@ public struct VerdictGiven: JSONRepresentable, JSONObjectEncodable, Hashable {
         var verdict: Verdict?
         var reason: String?
         var rule: String?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: verdictNames) { scanner, key in
             switch key {
             case "call_id": callId = try scanner.read()
             case "tool": tool = try scanner.read()
@@ -86,7 +86,7 @@ public struct ToolIntended: JSONRepresentable, JSONObjectEncodable, Hashable {
         var tool: String?
         var arguments: JSONText?
         var attempt: Int?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: intentNames) { scanner, key in
             switch key {
             case "call_id": callId = try scanner.read()
             case "tool": tool = try scanner.read()
@@ -172,7 +172,7 @@ public struct ToolCompleted: JSONRepresentable, JSONObjectEncodable, Hashable {
         var isRetryable: Bool?
         var stderr: String?
         var durationUs: Int?
-        try scanner.readObject { scanner, key in
+        try scanner.readObject(known: resultNames) { scanner, key in
             switch key {
             case "call_id": callId = try scanner.read()
             case "tool": tool = try scanner.read()
@@ -254,3 +254,14 @@ public struct ApprovalRecorded: JSONRepresentable, JSONObjectEncodable, Hashable
         object.set("reason", reason)
     }
 }
+
+/// The member names `VerdictGiven`'s reader knows, in the order the writer writes them.
+private let verdictNames = MemberNames(["call_id", "reason", "rule", "tool", "verdict"])
+
+/// The member names `ToolIntended`'s reader knows, in the order the writer writes them.
+private let intentNames = MemberNames(["arguments", "attempt", "call_id", "tool"])
+
+/// The member names `ToolCompleted`'s reader knows, in the order the writer writes them.
+private let resultNames = MemberNames([
+    "attempt", "call_id", "content_hash", "duration_us", "error", "output", "retryable", "status", "stderr", "tool",
+])
