@@ -390,10 +390,12 @@ public struct JSONScanner {
                     let isObject = base[cursor.index] == UInt8(ascii: "{")
                     cursor.index += 1
                     guard cursor.index < end else { break scanning }
+                    // The general reader counts an empty container's level too.
+                    guard depth + depthNow + 1 <= JSONParser.maximumDepth else { break scanning }
                     if base[cursor.index] == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
                         cursor.index += 1
                     } else {
-                        guard depthNow < levels, depth + depthNow + 1 <= JSONParser.maximumDepth else { break scanning }
+                        guard depthNow < levels else { break scanning }
                         open[depthNow] = Level(isObject: isObject)
                         depthNow += 1
                         if isObject && !name(&open[depthNow - 1]) { break scanning }
@@ -718,6 +720,12 @@ public struct MemberNames: @unchecked Sendable {  // pointers to the names' stat
         precondition(names.count <= 64, "MemberNames: at most 64 names")
         precondition(names.allSatisfy(\.hasPointerRepresentation), "MemberNames: names are literals")
         self.names = names.map { UnsafeBufferPointer(start: $0.utf8Start, count: $0.utf8CodeUnitCount) }
+        // A name is matched by its bytes as the line has them, so it must be written plain; and
+        // two places must not hold one name, which would let a repeated member through.
+        precondition(
+            self.names.allSatisfy { $0.allSatisfy { $0 &- 0x20 < 0x60 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") } },
+            "MemberNames: names are printable ASCII without quotes or backslashes")
+        precondition(Set(names.map(\.description)).count == names.count, "MemberNames: a name is listed twice")
     }
 
     /// The first name from place `first` on that is at the cursor, written plain and followed

@@ -157,6 +157,33 @@ struct JSONTextTests {
         }
     }
 
+    @Test("a value read as deep as the reader allows is taken, one level deeper is refused, an empty one too")
+    func canonicalAtTheDepthLimit() {
+        /// Reads `inner` as a `JSONText` inside `levels` objects: `{"a":{"a":…inner…}}`.
+        func read(_ inner: String, inside levels: Int) -> Result<[UInt8], TraceCoreError> {
+            func descend(_ scanner: inout JSONScanner, _ levels: Int) throws -> [UInt8] {
+                if levels == 0 { return try JSONText(from: &scanner).bytes }
+                var bytes: [UInt8] = []
+                try scanner.readObject { scanner, _ in bytes = try descend(&scanner, levels - 1) }
+                return bytes
+            }
+            let text = String(repeating: #"{"a":"#, count: levels) + inner + String(repeating: "}", count: levels)
+            return Result {
+                try Array(text.utf8).withUnsafeBytes { buffer in try JSONScanner.scan(buffer) { try descend(&$0, levels) } }
+            }.mapError { $0 as? TraceCoreError ?? TraceCoreError(.invalidJSON, "\($0)") }
+        }
+        let limit = JSONParser.maximumDepth
+        for inner in ["{}", "[]", "[1]", #"{"b":2}"#] {
+            #expect(read(inner, inside: limit - 1) == .success(Array(inner.utf8)), "\(inner)")
+            guard case .failure(let error) = read(inner, inside: limit) else {
+                Issue.record("\(inner) at depth \(limit + 1) was read")
+                continue
+            }
+            #expect(error.message.contains("nesting deeper than \(limit)"), "\(error.message)")
+        }
+        #expect(read("1", inside: limit) == .success(Array("1".utf8)))
+    }
+
     /// Steps over the value at byte 10 of `line` (after `{"output":`) in one pass
     /// (`skipCanonical`: whether it was taken) or the general way (`skipValue(isCanonical:)`:
     /// whether it is canonical, or its error); and where the cursor stopped.
