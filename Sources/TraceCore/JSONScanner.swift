@@ -333,9 +333,9 @@ public struct JSONScanner {
     /// it. In one pass, with none of the general reader's per-member work: no set of names, since
     /// names in strictly ascending byte order cannot repeat. Anything else gives false, the
     /// cursor where it was, for the general reader (`skipValue(isCanonical:)`) to read and, for
-    /// an error, to name: white space, names out of order, with escapes or beyond ASCII, an escape the form
-    /// does not write, a number other than an integer of at most 15 digits, nesting deeper
-    /// than 32 (or than the reader allows), and any error.
+    /// an error, to name: white space, names out of order, with escapes or beyond ASCII, an
+    /// escape the form does not write, a number other than an integer of at most 15 digits,
+    /// nesting deeper than 32 levels (or than the reader allows), and any error.
     mutating func skipCanonical() -> Bool {
         let start = cursor.index
         let (base, end) = (cursor.base, cursor.end)
