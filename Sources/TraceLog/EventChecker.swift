@@ -357,8 +357,8 @@ struct EventChecker {
 
 extension EventChecker {
     /// Checks every complete line of one scanned member in order, calling `body` with each line,
-    /// its event (nil for a line that is none; `body` may move it out) and the problems so far; then, in a version 3
-    /// log, takes the member's hash as the next member's link. Returns the bytes after the
+    /// its event (nil for a line that is none; `body` may move it out) and the problems so far;
+    /// then, in a version 3 log, takes the member's hash as the next member's link. Returns the bytes after the
     /// last complete line (a partial line, or a line a member split). When `body` returns
     /// false, the member's other lines are passed over: counted, not decoded (their bytes are
     /// in the member's hash, which the next member's link checks).

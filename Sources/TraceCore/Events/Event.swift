@@ -151,19 +151,14 @@ public struct Event: Sendable, Hashable {
         let kindName = try required(fields.kind.take(), "kind")
         let previousHash =
             version >= Event.memberChainVersion ? fields.previousHash.take() : try required(fields.previousHash.take(), "prev")
-        // Each member set straight into `self`: made by the memberwise `init` (a delegating
-        // one), the event was made aside and copied whole into place.
+        let payload: EventPayload
         if let decoded = fields.payload.take() {
-            self.payload = decoded
+            payload = decoded
         } else {
-            self.payload = try EventPayload(kind: kindName, data: try required(fields.earlyData.take(), "data"), version: version)
+            payload = try EventPayload(kind: kindName, data: try required(fields.earlyData.take(), "data"), version: version)
         }
-        self.version = version
-        self.runId = runId
-        self.sequence = sequence
-        self.step = step
-        self.timeUs = timeUs
-        self.previousHash = previousHash
+        self.init(
+            version: version, runId: runId, sequence: sequence, step: step, timeUs: timeUs, previousHash: previousHash, payload: payload)
     }
 
     /// The envelope members of a line as they are read, for both ways of reading it.
