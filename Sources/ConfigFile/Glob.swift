@@ -81,9 +81,9 @@ extension Glob {
     /// go through a symbolic link to a folder (as a shell's globstar does not: a link back up
     /// would never end). The longest start of the pattern that names an existing folder as it is
     /// is taken as named, glob characters and all (a case file's folder called `proj*` joined to
-    /// the pattern it gives is that folder, not its siblings). Files and folders alike: the
-    /// caller says what it takes.
-    public static func paths(matching pattern: String) -> [String] {
+    /// the pattern it gives is that folder, not its siblings). Files and folders alike, or with
+    /// `filesOnly` the regular files (links followed): the caller says what it takes.
+    public static func paths(matching pattern: String, filesOnly: Bool = false) -> [String] {
         var parts: [String] = []
         for part in pattern.split(separator: "/").map(String.init) where !(part == "**" && parts.last == "**") { parts.append(part) }
         if parts.last == "**" { parts.append("*") }
@@ -96,7 +96,7 @@ extension Glob {
             start += 1
         }
         var found = Set<String>()
-        walk(parts[start...], under: base, into: &found)
+        walk(parts[start...], under: base, filesOnly: filesOnly, into: &found)
         return found.sorted()
     }
 
@@ -118,29 +118,30 @@ extension Glob {
         return status.st_mode & S_IFMT
     }
 
-    /// Adds to `found` the paths under `base` ("" for the working folder) that `parts` match.
-    private static func walk(_ parts: ArraySlice<String>, under base: String, into found: inout Set<String>) {
+    /// Adds to `found` the paths under `base` ("" for the working folder) that `parts` match
+    /// (with `filesOnly`, the regular files among them, links followed).
+    private static func walk(_ parts: ArraySlice<String>, under base: String, filesOnly: Bool, into found: inout Set<String>) {
         func entries() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: base.isEmpty ? "." : base)) ?? []).filter { !$0.hasPrefix(".") }
         }
         guard let part = parts.first else {
-            if !base.isEmpty, kind(base, following: true) != nil { found.insert(base) }
+            if !base.isEmpty, let kind = kind(base, following: true), !filesOnly || kind == S_IFREG { found.insert(base) }
             return
         }
         let rest = parts.dropFirst()
         if part == "**" {
             // None: the rest here. Then each folder below, one level at a time (not through links).
-            walk(rest, under: base, into: &found)
+            walk(rest, under: base, filesOnly: filesOnly, into: &found)
             for name in entries() where kind(joined(base, name), following: false) == S_IFDIR {
-                walk(parts, under: joined(base, name), into: &found)
+                walk(parts, under: joined(base, name), filesOnly: filesOnly, into: &found)
             }
             return
         }
         let glob = Glob(part)
         if glob.isLiteral {
-            walk(rest, under: joined(base, part), into: &found)
+            walk(rest, under: joined(base, part), filesOnly: filesOnly, into: &found)
             return
         }
-        for name in entries() where glob.matches(name) { walk(rest, under: joined(base, name), into: &found) }
+        for name in entries() where glob.matches(name) { walk(rest, under: joined(base, name), filesOnly: filesOnly, into: &found) }
     }
 }

@@ -130,6 +130,26 @@ public struct LogFingerprint: Sendable, Hashable {
     }
 }
 
+/// Which file a path names: its device and inode, the same through every name it has (a
+/// symbolic link, a hard link, `./` and `..` in the path). Two paths name one file when their
+/// identities are equal; one stat, where resolving a path's links walks each of its folders.
+public struct FileIdentity: Sendable, Hashable {
+    public var device: UInt64
+    public var inode: UInt64
+
+    /// The identity of the file at `path` (links followed), or nil when there is none.
+    public init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        self.init(info)
+    }
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+}
+
 /// A file's size and modification time (nanoseconds).
 public struct FileStamp: Sendable, Hashable {
     public var size: Int

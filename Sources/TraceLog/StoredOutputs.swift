@@ -144,7 +144,7 @@ public struct StoredOutputs: Sendable {
 public final class LogOutputStore: JSONTextStore {
     public let path: String
     /// The file's device and inode while the fold read it: a log replaced since is not read.
-    private let identity: (device: UInt64, inode: UInt64)
+    private let identity: FileIdentity
 
     private struct Members: ~Copyable {
         var starts: [LogReader.Position] = []
@@ -165,7 +165,7 @@ public final class LogOutputStore: JSONTextStore {
         var info = stat()
         guard stat(path, &info) == 0, Int(info.st_size) >= minimumBytes else { return nil }
         self.path = path
-        identity = (UInt64(info.st_dev), UInt64(info.st_ino))
+        identity = FileIdentity(info)
     }
 
     /// The first error met reading an output back, if any.
@@ -246,8 +246,7 @@ public final class LogOutputStore: JSONTextStore {
 
     /// The outputs of the events from `start` up to (not including) sequence `end`.
     private func readOutputs(from start: LogReader.Position, before end: Int) throws(LogError) -> [Int: (bytes: [UInt8], check: UInt64)] {
-        var info = stat()
-        if stat(path, &info) != 0 || (UInt64(info.st_dev), UInt64(info.st_ino)) != identity {
+        if FileIdentity(path: path) != identity {
             throw LogError(
                 .unreadable, "the log was replaced or removed since it was read", path: path, memberOffset: start.memberOffset,
                 hint: Self.hint)

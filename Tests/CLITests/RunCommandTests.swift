@@ -392,7 +392,9 @@ struct RunCommandTests {
         }
     }
 
-    @Test("a log named twice — the same path, patterns that overlap, a link to it — is one attempt: 1 of 2 passing is not 2 of 3")
+    @Test(
+        "a log named twice — the same path, patterns that overlap, a link to it, a hard link — is one attempt: 1 of 2 passing is not 2 of 3"
+    )
     func logNamedTwice() async throws {
         try await TemporaryDirectory.with { directory in
             try FileManager.default.createDirectory(atPath: directory.path("logs"), withIntermediateDirectories: true)
@@ -403,8 +405,11 @@ struct RunCommandTests {
             }
             try FileManager.default.createSymbolicLink(
                 atPath: directory.path("linked.jsonl.gz"), withDestinationPath: "logs/support-refund.jsonl.gz")
+            try FileManager.default.linkItem(
+                atPath: directory.path("logs/support-refund.jsonl.gz"), toPath: directory.path("hard.jsonl.gz"))
             let logs =
-                "[logs/support-refund.jsonl.gz, ./logs/support-refund.jsonl.gz, logs/support-*.jsonl.gz, linked.jsonl.gz, logs/research-budget.jsonl.gz]"
+                "[logs/support-refund.jsonl.gz, ./logs/support-refund.jsonl.gz, logs/support-*.jsonl.gz, linked.jsonl.gz, hard.jsonl.gz, "
+                + "logs/research-budget.jsonl.gz]"
             try "caseId: twice\nlogs: \(logs)\nminPassRate: 0.6\nexpected:\n  stopReason: success\n".write(
                 toFile: directory.path("case.yaml"), atomically: true, encoding: .utf8)
             let result = try await agentEval(["run", "case.yaml", "--no-catalog", "--json"], in: directory.url)

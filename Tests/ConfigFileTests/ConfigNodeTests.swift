@@ -143,6 +143,24 @@ struct ConfigNodeTests {
         #expect(Glob(pattern).isLiteral == !(pattern.contains("*") || pattern.contains("?")))
     }
 
+    @Test("a path glob lists what is there; with filesOnly, the regular files (links to one too), not folders, links to one or pipes")
+    func globPaths() throws {
+        try TemporaryDirectory.with { directory in
+            let runs = directory.path("runs")
+            try FileManager.default.createDirectory(atPath: runs + "/folder.jsonl.gz", withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: runs + "/a.jsonl.gz", contents: Data([1]))
+            try FileManager.default.createSymbolicLink(atPath: runs + "/b.jsonl.gz", withDestinationPath: "a.jsonl.gz")
+            try FileManager.default.createSymbolicLink(atPath: runs + "/c.jsonl.gz", withDestinationPath: "folder.jsonl.gz")
+            try FileManager.default.createSymbolicLink(atPath: runs + "/d.jsonl.gz", withDestinationPath: "nothing")
+            #expect(mkfifo(runs + "/e.jsonl.gz", 0o600) == 0)
+            let pattern = runs + "/*.jsonl.gz"
+            #expect(Glob.paths(matching: pattern, filesOnly: true) == [runs + "/a.jsonl.gz", runs + "/b.jsonl.gz"])
+            #expect(
+                Glob.paths(matching: pattern)
+                    == ["a", "b", "c", "e", "folder"].map { runs + "/\($0).jsonl.gz" })
+        }
+    }
+
     @Test("reading is bounded: anchors and aliases (an alias bomb too) are refused at once, so are nesting and size past the limits")
     func bounded() throws {
         var lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]

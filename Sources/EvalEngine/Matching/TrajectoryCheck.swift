@@ -46,22 +46,26 @@ struct CheckedRun {
     /// The policy file whose verdicts were given to the calls that recorded none (a case's `policy:`).
     let policy: String?
     let executed: [ToolCallRecord]
-    let executedNames: String
     let lastStep: Int
-    // Each tool's calls in order, found once: a case may list many tools (a long
-    // toolsNotCalled), and scanning every call for each would make the check quadratic.
-    private let byTool: [String: [ToolCallRecord]]
+    // Where each tool's calls are in `state.calls`, in order, found once: a case may list many
+    // tools (a long toolsNotCalled), and scanning every call for each would make the check
+    // quadratic. Places, not copies: a case asks about a few of the tools a run called.
+    private let byTool: [String: [Int]]
 
     init(_ state: RunState, policy: String?) {
         self.state = state
         self.policy = policy
         executed = state.executedCalls
-        executedNames = TrajectoryCheck.names(executed)
         lastStep = state.step
-        byTool = Dictionary(grouping: state.calls, by: \.tool)
+        var byTool: [String: [Int]] = [:]
+        for index in state.calls.indices { byTool[state.calls[index].tool, default: []].append(index) }
+        self.byTool = byTool
     }
 
-    func allCalls(of tool: String) -> [ToolCallRecord] { byTool[tool] ?? [] }
+    /// The executed tools' names, for a failure's message.
+    var executedNames: String { TrajectoryCheck.names(executed) }
+
+    func allCalls(of tool: String) -> [ToolCallRecord] { byTool[tool]?.map { state.calls[$0] } ?? [] }
     func executedCalls(of tool: String) -> [ToolCallRecord] { allCalls(of: tool).filter(\.isExecuted) }
 }
 

@@ -114,13 +114,15 @@ public struct EvalRunner: Sendable {
                 var logs: [String] = []
                 var missing: [String] = []
                 // A file named twice (patterns that overlap, a link to a log also named) is one run,
-                // checked once: counted twice, it made a pass rate of 1 in 2 read 2 in 3.
-                var files = Set<String>()
+                // checked once: counted twice, it made a pass rate of 1 in 2 read 2 in 3. A file is
+                // known by its identity (one stat; resolving each path's links cost more than
+                // checking a small log). One gone since it was listed is kept, to fail as itself.
+                var files = Set<FileIdentity>()
                 for pattern in patterns {
                     let found = expanded[pattern] ?? EvalSuite.expand(pattern)
                     expanded[pattern] = found
                     if found.isEmpty { missing.append(pattern) }
-                    logs.append(contentsOf: found.filter { files.insert(URL(fileURLWithPath: $0).resolvingSymlinksInPath().path).inserted })
+                    logs.append(contentsOf: found.filter { FileIdentity(path: $0).map { files.insert($0).inserted } ?? true })
                 }
                 if !missing.isEmpty {
                     work.append(

@@ -142,10 +142,6 @@ public enum EvalSuite {
     public static func expand(_ pattern: String) -> [String] {
         guard Glob.isPathPattern(pattern) else { return FileManager.default.fileExists(atPath: pattern) ? [pattern] : [] }
         let logsOnly = Glob.endsInAnyDepth(pattern)
-        return Glob.paths(matching: pattern).filter { path in
-            var isFolder: ObjCBool = false
-            return FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && !isFolder.boolValue
-                && (!logsOnly || path.hasSuffix(".jsonl.gz"))
-        }
+        return Glob.paths(matching: pattern, filesOnly: true).filter { !logsOnly || $0.hasSuffix(".jsonl.gz") }
     }
 }

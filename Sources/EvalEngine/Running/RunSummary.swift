@@ -45,8 +45,8 @@ public struct RunSummary: Sendable, Hashable {
     public init(_ state: RunState) {
         runId = state.runId
         startedAtUs = state.startedAtUs
-        tools = state.executedToolNames
-        attempted = state.calls.filter { !$0.isExecuted }.map(\.tool)
+        tools = state.toolNames(executed: true)
+        attempted = state.toolNames(executed: false)
         stopReason = state.stopReason
         limit = state.limitFired
         steps = state.decisionStepCount

@@ -13,7 +13,15 @@ extension RunState {
     public var callsAwaitingApproval: [ToolCallRecord] { calls.filter(\.isAwaitingApproval) }
 
     /// Names of executed tools in the order their calls were proposed, with repeats.
-    public var executedToolNames: [String] { executedCalls.map(\.tool) }
+    public var executedToolNames: [String] { toolNames(executed: true) }
+
+    /// Names of the tools of the calls that were executed, or of those that were not, in
+    /// proposal order: read in place, not through copies of the calls.
+    public func toolNames(executed: Bool) -> [String] {
+        var names: [String] = []
+        for index in calls.indices where calls[index].isExecuted == executed { names.append(calls[index].tool) }
+        return names
+    }
 
     /// The calls of one tool, in order.
     public func calls(of tool: String) -> [ToolCallRecord] { calls.filter { $0.tool == tool } }
