@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Parses JSON text into `JSONValue`, straight from UTF-8 bytes.
 ///
 /// Strict RFC 8259: one value, optional surrounding white space, no trailing commas, no
@@ -191,15 +185,10 @@ public struct JSONParser {
 
         mutating func literal(_ word: StaticString) throws {
             let count = word.utf8CodeUnitCount
-            guard end - index >= count, memcmpEqual(base + index, word.utf8Start, count) else {
+            guard end - index >= count, ShortBytes.equal(base + index, word.utf8Start, count: count) else {
                 throw failure("expected '\(word)', found \(describeWord())")
             }
             index += count
-        }
-
-        private func memcmpEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
-            for offset in 0..<count where a[offset] != b[offset] { return false }
-            return true
         }
 
         mutating func object(depth: Int) throws -> JSONObject {
@@ -509,7 +498,7 @@ public struct JSONParser {
             guard text.utf8.count == bytes.count else { return false }
             return text.utf8.withContiguousStorageIfAvailable { utf8 in
                 guard let left = utf8.baseAddress, let right = bytes.baseAddress else { return true }
-                return memcmp(left, right, bytes.count) == 0
+                return ShortBytes.equal(left, right, count: bytes.count)
             } ?? text.utf8.elementsEqual(bytes)
         }
 

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Reads JSON straight into typed values, member by member, without building a `JSONValue`
 /// tree: how event payloads are decoded on the reader's hot path.
 ///
@@ -301,7 +295,7 @@ public struct JSONScanner {
             else { return false }
             let matches = name.withUTF8Buffer { expected in
                 guard let start = expected.baseAddress, cursor.end - cursor.index - 1 >= expected.count else { return false }
-                return memcmp(cursor.base + cursor.index + 1, start, expected.count) == 0
+                return ShortBytes.equal(cursor.base + cursor.index + 1, start, count: expected.count)
             }
             // The member `optional` may be missing: then the next name is here instead.
             if !matches && index == optional && index > 0 { continue }
@@ -377,7 +371,7 @@ public struct JSONScanner {
             }
             func literal(_ text: StaticString) -> Bool {
                 let count = text.utf8CodeUnitCount
-                guard end - cursor.index >= count, memcmp(base + cursor.index, text.utf8Start, count) == 0 else { return false }
+                guard end - cursor.index >= count, ShortBytes.equal(base + cursor.index, text.utf8Start, count: count) else { return false }
                 cursor.index += count
                 return true
             }
@@ -702,7 +696,7 @@ public struct KnownStrings: Sendable {
         guard let start = run.baseAddress, !run.isEmpty else { return bytes.firstIndex { $0.isEmpty } }
         for position in bytes.indices where bytes[position].count == run.count {
             let matches = bytes[position].withUnsafeBufferPointer { known in
-                known.baseAddress.map { memcmp($0, start, run.count) == 0 } ?? false
+                known.baseAddress.map { ShortBytes.equal($0, start, count: run.count) } ?? false
             }
             if matches { return position }
         }
@@ -740,10 +734,9 @@ public struct MemberNames: @unchecked Sendable {  // pointers to the names' stat
             if name.count <= room, cursor.base[cursor.index + 1 + name.count] == UInt8(ascii: "\""),
                 cursor.base[cursor.index + 2 + name.count] == UInt8(ascii: ":")
             {
-                // Names are short: compared here, byte by byte, not by a call.
-                var offset = 0
-                while offset < name.count, cursor.base[cursor.index + 1 + offset] == name[offset] { offset += 1 }
-                if offset == name.count { return (position, name) }
+                if let known = name.baseAddress, ShortBytes.equal(cursor.base + cursor.index + 1, known, count: name.count) {
+                    return (position, name)
+                }
             }
             position += 1
         }
@@ -833,7 +826,7 @@ struct SeenKeys {
 
     private static func equal(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let left = a.baseAddress, let right = b.baseAddress else { return a.count == b.count }
-        return memcmp(left, right, a.count) == 0
+        return ShortBytes.equal(left, right, count: a.count)
     }
 }
 

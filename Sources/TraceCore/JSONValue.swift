@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A JSON value, the free-form data of events: tool arguments, tool outputs, input schemas.
 ///
 /// Objects keep their members sorted by the UTF-8 bytes of their keys, so equal values are
@@ -229,8 +223,8 @@ public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
     static func compareBytes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
         let common = Swift.min(a.count, b.count)
         if common > 0, let pa = a.baseAddress, let pb = b.baseAddress {
-            let order = memcmp(pa, pb, common)
-            if order != 0 { return order < 0 ? -1 : 1 }
+            let order = ShortBytes.compare(pa, pb, count: common)
+            if order != 0 { return order }
         }
         return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
     }

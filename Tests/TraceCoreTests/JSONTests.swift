@@ -1,3 +1,4 @@
+import Foundation
 import TestSupport
 import Testing
 
@@ -85,6 +86,31 @@ struct JSONTests {
         let parsed = try [#"{"a":"Jos\u00e9"}"#, #"{"a":"Jose\u0301"}"#].map { try JSONParser.parse(Array($0.utf8)) }
         #expect(parsed[0] != parsed[1] && parsed[0] == ["a": composed] && parsed[1] == ["a": decomposed])
         #expect(JSONValue.double(0) == .double(-0.0) && JSONValue.int(1) != .double(1) && JSONValue.int(1).equals(byValue: .double(1)))
+    }
+
+    @Test("short byte runs compare as memcmp does: equal or not, and in which order, at every length and every first difference")
+    func shortBytes() {
+        // Runs of 0 to 40 bytes (the word-sized paths, their seams and memcmp's), differing in
+        // one byte at each place, by a byte above or below: each comparison against memcmp's.
+        for count in 0...40 {
+            let run = (0..<count).map { UInt8(truncatingIfNeeded: 0x41 + $0 * 7) }
+            for place in -1..<count {
+                for change in [1, -1, 0x80] {
+                    var other = run
+                    if place >= 0 { other[place] = UInt8(truncatingIfNeeded: Int(other[place]) + change) }
+                    run.withUnsafeBytes { a in
+                        other.withUnsafeBytes { b in
+                            let (left, right) = (
+                                a.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, b.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+                            )
+                            let expected = count == 0 ? 0 : memcmp(left, right, count).signum()
+                            #expect(ShortBytes.equal(left, right, count: count) == (expected == 0), "\(count) bytes, \(place)")
+                            #expect(ShortBytes.compare(left, right, count: count) == Int(expected), "\(count) bytes, \(place)")
+                        }
+                    }
+                }
+            }
+        }
     }
 
     @Test("the scanner reads objects of many members and still finds a duplicate name among them")
