@@ -82,8 +82,8 @@ extension Glob {
     /// would never end). The longest start of the pattern that names an existing folder as it is
     /// is taken as named, glob characters and all (a case file's folder called `proj*` joined to
     /// the pattern it gives is that folder, not its siblings). Files and folders alike, or with
-    /// `filesOnly` the regular files (links followed): the caller says what it takes.
-    public static func paths(matching pattern: String, filesOnly: Bool = false) -> [String] {
+    /// `skipsFolders` all but folders (and links to them): the caller says what it takes.
+    public static func paths(matching pattern: String, skipsFolders: Bool = false) -> [String] {
         var parts: [String] = []
         for part in pattern.split(separator: "/").map(String.init) where !(part == "**" && parts.last == "**") { parts.append(part) }
         if parts.last == "**" { parts.append("*") }
@@ -96,7 +96,7 @@ extension Glob {
             start += 1
         }
         var found = Set<String>()
-        walk(parts[start...], under: base, filesOnly: filesOnly, into: &found)
+        walk(parts[start...], under: base, skipsFolders: skipsFolders, into: &found)
         return found.sorted()
     }
 
@@ -119,29 +119,29 @@ extension Glob {
     }
 
     /// Adds to `found` the paths under `base` ("" for the working folder) that `parts` match
-    /// (with `filesOnly`, the regular files among them, links followed).
-    private static func walk(_ parts: ArraySlice<String>, under base: String, filesOnly: Bool, into found: inout Set<String>) {
+    /// (with `skipsFolders`, all but the folders among them, links followed).
+    private static func walk(_ parts: ArraySlice<String>, under base: String, skipsFolders: Bool, into found: inout Set<String>) {
         func entries() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: base.isEmpty ? "." : base)) ?? []).filter { !$0.hasPrefix(".") }
         }
         guard let part = parts.first else {
-            if !base.isEmpty, let kind = kind(base, following: true), !filesOnly || kind == S_IFREG { found.insert(base) }
+            if !base.isEmpty, let kind = kind(base, following: true), !skipsFolders || kind != S_IFDIR { found.insert(base) }
             return
         }
         let rest = parts.dropFirst()
         if part == "**" {
             // None: the rest here. Then each folder below, one level at a time (not through links).
-            walk(rest, under: base, filesOnly: filesOnly, into: &found)
+            walk(rest, under: base, skipsFolders: skipsFolders, into: &found)
             for name in entries() where kind(joined(base, name), following: false) == S_IFDIR {
-                walk(parts, under: joined(base, name), filesOnly: filesOnly, into: &found)
+                walk(parts, under: joined(base, name), skipsFolders: skipsFolders, into: &found)
             }
             return
         }
         let glob = Glob(part)
         if glob.isLiteral {
-            walk(rest, under: joined(base, part), filesOnly: filesOnly, into: &found)
+            walk(rest, under: joined(base, part), skipsFolders: skipsFolders, into: &found)
             return
         }
-        for name in entries() where glob.matches(name) { walk(rest, under: joined(base, name), filesOnly: filesOnly, into: &found) }
+        for name in entries() where glob.matches(name) { walk(rest, under: joined(base, name), skipsFolders: skipsFolders, into: &found) }
     }
 }

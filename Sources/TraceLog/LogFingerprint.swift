@@ -145,8 +145,9 @@ public struct FileIdentity: Sendable, Hashable {
     }
 
     init(_ info: stat) {
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
+        // `dev_t` is signed on some systems: its bits, whatever their sign.
+        device = UInt64(truncatingIfNeeded: info.st_dev)
+        inode = UInt64(truncatingIfNeeded: info.st_ino)
     }
 }
 

@@ -113,6 +113,38 @@ struct JSONTests {
         }
     }
 
+    @Test("short byte runs that end where readable memory ends are compared without a byte read past them")
+    func shortBytesAtAPageEnd() throws {
+        // Each run is placed so that its last byte is the last of a page whose next page cannot
+        // be read: a load past the run would stop the test with a fault.
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        func guarded() throws -> UnsafeMutableRawPointer {
+            let memory = try #require(mmap(nil, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
+            try #require(memory != UnsafeMutableRawPointer(bitPattern: -1))
+            try #require(mprotect(memory + page, page, PROT_NONE) == 0)
+            return memory
+        }
+        let (first, second) = (try guarded(), try guarded())
+        defer {
+            munmap(first, 2 * page)
+            munmap(second, 2 * page)
+        }
+        for count in 0...24 {
+            let (a, b) = (first + page - count, second + page - count)
+            for offset in 0..<count {
+                a.storeBytes(of: UInt8(truncatingIfNeeded: 0x30 + offset), toByteOffset: offset, as: UInt8.self)
+                b.storeBytes(of: UInt8(truncatingIfNeeded: 0x30 + offset), toByteOffset: offset, as: UInt8.self)
+            }
+            #expect(ShortBytes.equal(a, b, count: count), "\(count) bytes")
+            #expect(ShortBytes.compare(a, b, count: count) == 0, "\(count) bytes")
+            if count > 0 {
+                b.storeBytes(of: 0xFF, toByteOffset: count - 1, as: UInt8.self)
+                #expect(!ShortBytes.equal(a, b, count: count), "\(count) bytes")
+                #expect(ShortBytes.compare(a, b, count: count) == -1, "\(count) bytes")
+            }
+        }
+    }
+
     @Test("the scanner reads objects of many members and still finds a duplicate name among them")
     func scannerManyMembers() throws {
         for count in [15, 16, 17, 40] {

@@ -142,6 +142,6 @@ public enum EvalSuite {
     public static func expand(_ pattern: String) -> [String] {
         guard Glob.isPathPattern(pattern) else { return FileManager.default.fileExists(atPath: pattern) ? [pattern] : [] }
         let logsOnly = Glob.endsInAnyDepth(pattern)
-        return Glob.paths(matching: pattern, filesOnly: true).filter { !logsOnly || $0.hasSuffix(".jsonl.gz") }
+        return Glob.paths(matching: pattern, skipsFolders: true).filter { !logsOnly || $0.hasSuffix(".jsonl.gz") }
     }
 }
