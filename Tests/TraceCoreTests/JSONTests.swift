@@ -460,6 +460,12 @@ struct JSONTests {
             power *= 10
             numbers += [power - 1, power, power + 1, -(power - 1), -power, -(power + 1)]
         }
+        // Every power of two and its neighbours, and numbers of every size at random.
+        for shift in 0..<63 { numbers += [(1 << shift) - 1, 1 << shift, (1 << shift) + 1, -(1 << shift)] }
+        var generator = SeededGenerator(seed: 76)
+        for _ in 0..<10_000 {
+            numbers.append(Int.random(in: .min ... .max, using: &generator) >> Int.random(in: 0...63, using: &generator))
+        }
         var writer = JSONWriter(capacity: 0)
         for number in numbers {
             writer.removeAll()
