@@ -351,13 +351,16 @@ public struct JSONWriter: Sendable {
             var runStart = 0
             var index = 0
             while index < utf8.count {
-                // Eight bytes at a time while none of them needs an escape (the common case).
+                // Eight bytes at a time while none of them needs an escape (the common case); in
+                // eight that hold one, straight to the first that does (the lowest bit of the
+                // mask is always a byte that matches), not byte by byte.
                 if index + 8 <= utf8.count, let base = utf8.baseAddress {
-                    let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-                    if !JSONWriter.needsEscape(word) {
+                    let mask = JSONWriter.escapeMask(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+                    if mask == 0 {
                         index += 8
                         continue
                     }
+                    index += mask.trailingZeroBitCount >> 3
                 }
                 let byte = utf8[index]
                 index += 1
@@ -384,17 +387,29 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    /// Whether any byte of `utf8` is a control character, `"` or `\\`: eight bytes at a time.
+    /// Whether any byte of `utf8` is a control character, `"` or `\\`: eight bytes at a time,
+    /// the last eight overlapping the words before them, and a run of four to seven as its first
+    /// four and last four in one word; only a run of fewer than four byte by byte.
     @inline(__always)
     static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = utf8.baseAddress else { return false }
         let raw = UnsafeRawPointer(base)
-        var index = 0
-        while index + 8 <= utf8.count {
-            if needsEscape(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) { return true }
-            index += 8
+        let count = utf8.count
+        if count >= 8 {
+            var index = 0
+            while index + 8 <= count {
+                if needsEscape(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) { return true }
+                index += 8
+            }
+            return index < count && needsEscape(raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
         }
-        while index < utf8.count {
+        if count >= 4 {
+            let first = UInt64(raw.loadUnaligned(as: UInt32.self))
+            let last = UInt64(raw.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+            return needsEscape(first | last << 32)
+        }
+        var index = 0
+        while index < count {
             let byte = base[index]
             if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
             index += 1

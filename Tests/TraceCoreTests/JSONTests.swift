@@ -434,7 +434,9 @@ struct JSONTests {
             return out + [0x22]
         }
         let specials = (0..<0x20).map { String(UnicodeScalar(UInt8($0))) } + ["\"", "\\"]
-        let fillers = ["abcdefghijklmnopqrstuvwxyz", "ééééééééé", "🚀🚀🚀🚀🚀", "\u{7F}\u{1F}!~ "]
+        // Short ones too: strings of one to fifteen bytes are tested in words that overlap.
+        let fillers =
+            ["abcdefghijklmnopqrstuvwxyz", "ééééééééé", "🚀🚀🚀🚀🚀", "\u{7F}\u{1F}!~ "] + (0..<15).map { String("abcdefghijklmno".prefix($0)) }
         var checked = 0
         for filler in fillers {
             for special in specials {
@@ -448,6 +450,15 @@ struct JSONTests {
                     checked += 1
                 }
             }
+        }
+        // Many in one string, packed or apart: each found where it is, the text between kept.
+        var generator = SeededGenerator(seed: 416)
+        let pieces = specials + ["a", "bc", "défg", "🚀", "0123456789abcdef", " "]
+        for _ in 0..<2_000 {
+            let text = (0..<Int.random(in: 1...40, using: &generator)).map { _ in pieces.randomElement(using: &generator) ?? "" }.joined()
+            var writer = JSONWriter()
+            writer.write(text)
+            #expect(writer.bytes == reference(text), "\(Array(text.utf8))")
         }
         #expect(checked > 1000)
     }
