@@ -87,6 +87,25 @@ struct ContentHashTests {
         }
     }
 
+    @Test("hex is two lowercase digits a byte, high first, for every byte value, at every length and place, contiguous or not")
+    func hexOfEveryByte() {
+        func reference(_ bytes: [UInt8]) -> String {
+            let digits = Array("0123456789abcdef")
+            return bytes.map { "\(digits[Int($0 >> 4)])\(digits[Int($0 & 0x0F)])" }.joined()
+        }
+        let all = (0...255).map { UInt8($0) }
+        #expect(ContentHash.hex(all) == reference(all))
+        // Every length around the four read at once, starting at every place of a buffer.
+        for start in 0..<5 {
+            for count in 0..<13 {
+                let bytes = Array(all[(start * 37)...].prefix(count)).map { $0 &* 29 &+ UInt8(start) }
+                #expect(ContentHash.hex(bytes) == reference(bytes), "\(bytes)")
+                #expect(ContentHash.hex(bytes[...]) == reference(bytes), "\(bytes)")
+                #expect(ContentHash.hex(bytes.lazy.map { $0 }) == reference(bytes), "\(bytes), not in one piece")
+            }
+        }
+    }
+
     @Test("a hash read back from its hex gives its bytes and its first 8 as a number; anything not hex gives nothing")
     func hexReadsBack() {
         var generator = SeededGenerator(seed: 16)
