@@ -355,7 +355,9 @@ public struct JSONWriter: Sendable {
                 // eight that hold one, straight to the first that does (the lowest bit of the
                 // mask is always a byte that matches), not byte by byte.
                 if index + 8 <= utf8.count, let base = utf8.baseAddress {
-                    let mask = JSONWriter.escapeMask(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+                    // In memory order: byte 0 of the eight is the lowest.
+                    let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+                    let mask = JSONWriter.escapeMask(word)
                     if mask == 0 {
                         index += 8
                         continue
