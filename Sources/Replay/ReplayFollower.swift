@@ -1,12 +1,6 @@
 public import TraceCore
 public import TraceLog
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Replays a log that is still being written, again and again, reading each time only what is
 /// new: the fold as it was at the start of the last member read is kept with that member's
 /// position, and the next read goes on from there (the member may have been open, and has
@@ -44,7 +38,7 @@ public struct ReplayFollower: Sendable {
 
     private var checkpoint: Checkpoint?
     /// The file the checkpoint was made in: a file put in its place is read from its start.
-    private var identity: (device: UInt64, inode: UInt64)?
+    private var identity: FileIdentity?
     /// How many reads began at the log's start (for tests and benchmarks).
     public private(set) var readsFromStart = 0
     /// Whether the fold settles (`ReplayFold(settles:)`): it holds the open part of the run, not
@@ -71,9 +65,8 @@ public struct ReplayFollower: Sendable {
     public mutating func read(restarting: () -> Void = {}, _ body: (_ step: ReplayStep, _ ordinal: Int, _ state: RunState) throws -> Void)
         throws -> Replayer.Result
     {
-        var info = stat()
-        let found = stat(path, &info) == 0 ? (device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int(info.st_size)) : nil
-        if let kept = checkpoint, let found, let identity, identity == (found.device, found.inode),
+        let found = FileIdentity.withSize(path: path)
+        if let kept = checkpoint, let found, let identity, identity == found.identity,
             found.size >= kept.position.memberOffset
         {
             do {
@@ -85,7 +78,7 @@ public struct ReplayFollower: Sendable {
             }
         }
         checkpoint = nil
-        identity = found.map { ($0.device, $0.inode) }
+        identity = found?.identity
         if readsFromStart > 0 { restarting() }
         readsFromStart += 1
         do {

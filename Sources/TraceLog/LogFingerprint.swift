@@ -144,6 +144,14 @@ public struct FileIdentity: Sendable, Hashable {
         self.init(info)
     }
 
+    /// The identity and size of the file at `path` (links followed), from one stat; nil when
+    /// there is none.
+    public static func withSize(path: String) -> (identity: FileIdentity, size: Int)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (FileIdentity(info), Int(info.st_size))
+    }
+
     init(_ info: stat) {
         // `dev_t` is signed on some systems: its bits, whatever their sign.
         device = UInt64(truncatingIfNeeded: info.st_dev)
